@@ -1,0 +1,162 @@
+"""Batch calls without I/O: chunking, per-entry reconciliation and entry retries.
+
+A `BatchRun` takes entries (one message to send, delete or hide), groups them into calls of at
+most 10 entries (and 1 MiB for sends) per queue and operation, and reads each response entry by
+entry: `Successful` entries are done, `Failed` ones are retried when SQS says the fault is not the
+sender's, counted as gone when the receipt handle no longer holds, and failed otherwise. The
+shells only execute `next_calls()` and feed the responses back, so every front end batches and
+reconciles the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqsbatch.limits import SQS_LIMITS, SqsLimits
+
+__all__ = ["GONE_CODES", "BatchRun", "Call", "Entry", "EntryResult"]
+
+# What SQS and its emulators answer for a receipt handle whose message was deleted or whose
+# visibility expired: the message may be redelivered; it is no error of ours.
+GONE_CODES = frozenset(
+    {
+        "ReceiptHandleIsInvalid",
+        "InvalidParameterValue",
+        "MessageNotInflight",
+        "AWS.SimpleQueueService.MessageNotInflight",
+    }
+)
+_RECEIPT_OPS = frozenset({"delete_message_batch", "change_message_visibility_batch"})
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One entry of a batch call. `key` is the caller's name for it, unique within a run."""
+
+    key: str
+    op: str
+    queue_url: str
+    params: Mapping[str, Any]
+    size: int = 0
+
+
+@dataclass(frozen=True)
+class Call:
+    op: str
+    queue_url: str
+    entries: tuple[Entry, ...]
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "QueueUrl": self.queue_url,
+            "Entries": [{"Id": str(i), **entry.params} for i, entry in enumerate(self.entries)],
+        }
+
+
+@dataclass(frozen=True)
+class EntryResult:
+    key: str
+    ok: bool
+    value: Mapping[str, Any] = field(default_factory=dict)
+    code: str | None = None
+    message: str | None = None
+
+    @property
+    def gone(self) -> bool:
+        return not self.ok and self.code in GONE_CODES
+
+
+class BatchRun:
+    """Executes entries as batch calls, reconciled per entry, retrying what is worth it."""
+
+    def __init__(
+        self, entries: Iterable[Entry], *, limits: SqsLimits = SQS_LIMITS, max_rounds: int = 3
+    ) -> None:
+        self._pending: list[Entry] = list(entries)
+        keys = [entry.key for entry in self._pending]
+        if len(set(keys)) != len(keys):
+            raise ValueError("entry keys must be unique within a run")
+        self._limits = limits
+        self._max_rounds = max_rounds
+        self.rounds = 0
+        self.results: dict[str, EntryResult] = {}
+
+    def next_calls(self) -> list[Call]:
+        """The calls of the next round; empty when everything is settled or rounds ran out."""
+        if not self._pending:
+            return []
+        if self.rounds >= self._max_rounds:
+            for entry in self._pending:
+                self.results.setdefault(entry.key, EntryResult(entry.key, False, code="GaveUp"))
+            self._pending = []
+            return []
+        self.rounds += 1
+        entries, self._pending = self._pending, []
+        return list(_chunk(entries, self._limits))
+
+    def backoff_seconds(self) -> float:
+        """How long to wait before executing the current round (0 for the first)."""
+        return 0.0 if self.rounds <= 1 else 0.1 * 2 ** (self.rounds - 2)
+
+    def record(self, call: Call, response: Mapping[str, Any]) -> None:
+        """Feed back the response of `call`, entry by entry."""
+        answered: set[int] = set()
+        for item in response.get("Successful", []):
+            index = int(item["Id"])
+            answered.add(index)
+            entry = call.entries[index]
+            self.results[entry.key] = EntryResult(entry.key, True, dict(item))
+        for item in response.get("Failed", []):
+            index = int(item["Id"])
+            answered.add(index)
+            self._failed(call.op, call.entries[index], item)
+        for index, entry in enumerate(call.entries):
+            if index not in answered:  # never trust a batch to have worked as a whole
+                self._pending.append(entry)
+
+    def record_error(self, call: Call, code: str | None, message: str, *, retryable: bool) -> None:
+        """The whole call failed (after botocore's own retries)."""
+        for entry in call.entries:
+            if retryable:
+                self._pending.append(entry)
+            self.results[entry.key] = EntryResult(entry.key, False, code=code, message=message)
+
+    @property
+    def done(self) -> bool:
+        return not self._pending
+
+    def ok(self) -> list[EntryResult]:
+        return [result for result in self.results.values() if result.ok]
+
+    def failed(self) -> list[EntryResult]:
+        return [result for result in self.results.values() if not result.ok]
+
+    def _failed(self, op: str, entry: Entry, item: Mapping[str, Any]) -> None:
+        code = str(item.get("Code", "Unknown"))
+        result = EntryResult(entry.key, False, code=code, message=item.get("Message"))
+        self.results[entry.key] = result
+        if op in _RECEIPT_OPS and code in GONE_CODES:
+            return
+        if not item.get("SenderFault", False):
+            self._pending.append(entry)
+
+
+def _chunk(entries: Sequence[Entry], limits: SqsLimits) -> Iterable[Call]:
+    groups: dict[tuple[str, str], list[Entry]] = {}
+    for entry in entries:
+        groups.setdefault((entry.op, entry.queue_url), []).append(entry)
+    for (op, queue_url), group in groups.items():
+        chunk: list[Entry] = []
+        size = 0
+        for entry in group:
+            if chunk and (
+                len(chunk) == limits.max_entries or size + entry.size > limits.max_payload_bytes
+            ):
+                yield Call(op, queue_url, tuple(chunk))
+                chunk, size = [], 0
+            chunk.append(entry)
+            size += entry.size
+        if chunk:
+            yield Call(op, queue_url, tuple(chunk))

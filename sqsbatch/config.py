@@ -1,0 +1,197 @@
+"""Settings: wrangler's names and Cloudflare's defaults and bounds, mapped onto SQS.
+
+Each setting comes, highest first, from keyword arguments, `SQSBATCH_*` environment variables,
+the queue's table in `sqsbatch.toml` (shaped like wrangler's `[[queues.consumers]]` and
+`[[queues.producers]]`), and the defaults below. A bad value, a wrong type or an unknown key fails
+at construction with one line naming the setting, the value and the accepted range.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Self
+
+from pydantic import BeforeValidator, Field, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from sqsbatch.errors import ConfigError
+
+__all__ = ["CONFIG_FILE_ENV", "ConsumerConfig", "ProducerConfig", "load_file"]
+
+CONFIG_FILE_ENV = "SQSBATCH_CONFIG_FILE"
+DEFAULT_CONFIG_FILE = "sqsbatch.toml"
+MAX_DELAY_SECONDS = 86_400
+
+
+def _no_bool(value: Any) -> Any:
+    # pydantic reads True as 1; a boolean is never a sensible count or number of seconds.
+    if isinstance(value, bool):
+        raise ValueError("a boolean is not a number")
+    return value
+
+
+Count = Annotated[int, BeforeValidator(_no_bool)]
+Seconds = Annotated[float, BeforeValidator(_no_bool)]
+WholeSeconds = Annotated[int, BeforeValidator(_no_bool)]
+
+# The values read from sqsbatch.toml for the queue being configured, handed to the settings
+# source below for the duration of one construction.
+_file_values: ContextVar[Mapping[str, Any] | None] = ContextVar("_file_values", default=None)
+
+
+class _FileSource(PydanticBaseSettingsSource):
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return (_file_values.get() or {}).get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(_file_values.get() or {})
+
+
+class _Settings(BaseSettings):
+    """Shared machinery: source order, strictness and one-line errors."""
+
+    model_config = SettingsConfigDict(env_prefix="SQSBATCH_", extra="forbid", frozen=True)
+    _table: ClassVar[str]
+
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise ConfigError(_describe(type(self), exc)) from None
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return init_settings, env_settings, _FileSource(settings_cls)
+
+    @classmethod
+    def load(cls, queue: str | None = None, path: str | Path | None = None, **values: Any) -> Self:
+        """Build the settings for `queue` from keywords, the environment and the file.
+
+        `path` defaults to `$SQSBATCH_CONFIG_FILE`, else `./sqsbatch.toml` when it exists.
+        """
+        table = _table_for(cls._table, queue, path)
+        with _reading(table):
+            return cls(**values)
+
+
+class ConsumerConfig(_Settings):
+    """How a consumer batches, retries and dead-letters. Seconds everywhere."""
+
+    _table: ClassVar[str] = "consumers"
+
+    max_batch_size: Count = Field(10, ge=1, le=100)
+    max_batch_timeout: Seconds = Field(5.0, ge=0, le=60)
+    max_retries: Count = Field(3, ge=0, le=100)
+    dead_letter_queue: str | None = Field(None, min_length=1)
+    retry_delay: WholeSeconds = Field(0, ge=0, le=MAX_DELAY_SECONDS)
+    max_concurrency: Count = Field(1, ge=1, le=250)
+    visibility_timeout: WholeSeconds = Field(30, ge=1, le=43_200)
+    handler_timeout: Seconds = Field(900.0, gt=0)
+
+    @property
+    def max_receive_count(self) -> int:
+        """The source queue's `RedrivePolicy.maxReceiveCount`: N retries are N+1 deliveries."""
+        return self.max_retries + 1
+
+
+class ProducerConfig(_Settings):
+    """How a producer sends. `delivery_delay` applies to messages sent without a delay."""
+
+    _table: ClassVar[str] = "producers"
+
+    delivery_delay: WholeSeconds | None = Field(None, ge=0, le=MAX_DELAY_SECONDS)
+
+
+def load_file(path: str | Path) -> dict[str, list[dict[str, Any]]]:
+    """Read a wrangler-shaped `sqsbatch.toml`: `{"consumers": [...], "producers": [...]}`.
+
+    Tables other than `[queues]` are left to their readers (the CDK app reads `[infra]`).
+    """
+    try:
+        with open(path, "rb") as handle:
+            document = tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    queues = document.get("queues", {})
+    if not isinstance(queues, dict):
+        raise ConfigError(f"{path}: [queues] must be a table")
+    unknown = sorted(set(queues) - {"consumers", "producers"})
+    if unknown:
+        known = "consumers, producers"
+        raise ConfigError(f"{path}: unknown table queues.{unknown[0]} (known: {known})")
+    tables: dict[str, list[dict[str, Any]]] = {}
+    for kind in ("consumers", "producers"):
+        entries = queues.get(kind, [])
+        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+            raise ConfigError(f"{path}: queues.{kind} must be [[queues.{kind}]] tables")
+        for entry in entries:
+            if not isinstance(entry.get("queue"), str):
+                raise ConfigError(f'{path}: every [[queues.{kind}]] needs queue = "name"')
+        tables[kind] = entries
+    return tables
+
+
+def _table_for(kind: str, queue: str | None, path: str | Path | None) -> dict[str, Any]:
+    if path is None:
+        path = os.environ.get(CONFIG_FILE_ENV)
+        if path is None:
+            if not Path(DEFAULT_CONFIG_FILE).is_file():
+                return {}
+            path = DEFAULT_CONFIG_FILE
+    if queue is None:
+        return {}
+    name = queue.rstrip("/").rsplit("/", 1)[-1]
+    for entry in load_file(path)[kind]:
+        if entry["queue"] == name:
+            return {key: value for key, value in entry.items() if key != "queue"}
+    return {}
+
+
+@contextmanager
+def _reading(values: Mapping[str, Any]) -> Iterator[None]:
+    token = _file_values.set(values)
+    try:
+        yield
+    finally:
+        _file_values.reset(token)
+
+
+def _describe(cls: type[BaseSettings], exc: ValidationError) -> str:
+    """One line for the first problem: the setting, the value and what is accepted."""
+    error = exc.errors()[0]
+    name = str(error["loc"][0]) if error["loc"] else "?"
+    if error["type"] == "extra_forbidden":
+        known = ", ".join(sorted(cls.model_fields))
+        return f"unknown setting {name!r} (known: {known})"
+    field = cls.model_fields.get(name)
+    accepted = _accepted(field) if field is not None else ""
+    return f"{name}={error.get('input')!r} is invalid: {error['msg'].lower()}{accepted}"
+
+
+def _accepted(field: FieldInfo) -> str:
+    bounds: dict[str, Any] = {}
+    for item in field.metadata:
+        for attr in ("ge", "gt", "le", "min_length"):
+            if getattr(item, attr, None) is not None:
+                bounds[attr] = getattr(item, attr)
+    kind = getattr(field.annotation, "__name__", str(field.annotation))
+    if "ge" in bounds and "le" in bounds:
+        return f" (accepted: {kind} {bounds['ge']}..{bounds['le']})"
+    if "gt" in bounds:
+        return f" (accepted: {kind} > {bounds['gt']})"
+    return f" (accepted: {kind})"

@@ -1,0 +1,258 @@
+"""Bodies and the one `sqsbatch` message attribute that carries the library's metadata.
+
+A message keeps SQS's `MessageId` and `SentTimestamp` as its id and timestamp until sqsbatch
+re-sends it (to a DLQ, back from one, or in delay hops); a re-sent copy carries them in the
+attribute so that `message.id` and `message.timestamp` never change. `attempts` is the carried
+base (failed deliveries before this copy) plus SQS's `ApproximateReceiveCount`.
+
+Everything here is pure: no I/O, no clock (times come in as arguments).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any, Literal, TypedDict
+
+from sqsbatch.errors import MessageError
+from sqsbatch.limits import SQS_LIMITS, SqsLimits
+
+__all__ = [
+    "ATTRIBUTE",
+    "AttributeValue",
+    "ContentType",
+    "DecodedMessage",
+    "Envelope",
+    "ErrorInfo",
+    "carry",
+    "decode",
+    "encode_attributes",
+    "encode_body",
+    "payload_size",
+]
+
+ATTRIBUTE = "sqsbatch"
+VERSION = 1
+ContentType = Literal["json", "text", "bytes"]
+CONTENT_TYPES: tuple[ContentType, ...] = ("json", "text", "bytes")
+UserAttribute = str | bytes | int | float
+_ATTRIBUTE_NAME = re.compile(r"^(?!\.)(?!.*\.\.)(?!.*\.$)[A-Za-z0-9_.-]{1,256}$")
+_RESERVED_PREFIXES = ("aws.", "amazon.")
+_MAX_ERROR_CHARS = 1024
+
+
+class AttributeValue(TypedDict, total=False):
+    """One SQS message attribute, in the shape boto3 sends and receives."""
+
+    DataType: str
+    StringValue: str
+    BinaryValue: bytes
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    """Why a message was dead-lettered."""
+
+    type: str
+    message: str
+    at: float
+    """Wall-clock epoch seconds of the failure."""
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """What sqsbatch knows about a message beyond its body. All times are epoch seconds."""
+
+    id: str | None = None
+    timestamp: float | None = None
+    content_type: ContentType = "json"
+    base_attempts: int = 0
+    redrives: int = 0
+    source_queue: str | None = None
+    error: ErrorInfo | None = None
+    due_at: float | None = None
+
+    def to_attribute(self) -> AttributeValue:
+        data: dict[str, Any] = {"v": VERSION, "ct": self.content_type}
+        optional = {
+            "id": self.id,
+            "ts": self.timestamp,
+            "a": self.base_attempts or None,
+            "rd": self.redrives or None,
+            "q": self.source_queue,
+            "err": asdict(self.error) if self.error else None,
+            "due": self.due_at,
+        }
+        data.update({key: value for key, value in optional.items() if value is not None})
+        return {"DataType": "String", "StringValue": json.dumps(data, separators=(",", ":"))}
+
+    @classmethod
+    def from_attribute(cls, raw: str) -> Envelope | None:
+        """The envelope in `raw`, or None when it is not one of ours (a foreign attribute)."""
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            return None
+        if not isinstance(data, dict) or data.get("v") != VERSION:
+            return None
+        error = data.get("err")
+        content_type = data.get("ct", "text")
+        return cls(
+            id=data.get("id"),
+            timestamp=data.get("ts"),
+            content_type=content_type if content_type in CONTENT_TYPES else "text",
+            base_attempts=int(data.get("a", 0)),
+            redrives=int(data.get("rd", 0)),
+            source_queue=data.get("q"),
+            error=ErrorInfo(**error) if isinstance(error, dict) else None,
+            due_at=data.get("due"),
+        )
+
+    def failed(self, exc_type: str, message: str, *, at: float) -> Envelope:
+        return replace(self, error=ErrorInfo(exc_type, message[:_MAX_ERROR_CHARS], at))
+
+
+@dataclass(frozen=True)
+class DecodedMessage:
+    """A received SQS message, decoded: the fields `Message` shows, plus what re-sends need."""
+
+    id: str
+    body: Any
+    timestamp: datetime
+    attempts: int
+    attributes: dict[str, UserAttribute]
+    envelope: Envelope
+    raw_body: str
+    raw_attributes: dict[str, AttributeValue] = field(repr=False)
+    group_id: str | None = None
+
+
+def encode_body(body: object, content_type: ContentType | None = None) -> tuple[str, ContentType]:
+    """The SQS body for `body`: JSON by default, `str` as text, `bytes` as base64."""
+    if body is None:
+        raise MessageError("body is None: send a value, a str or bytes")
+    content_type = content_type or _content_type_of(body)
+    if content_type not in CONTENT_TYPES:
+        raise MessageError(f"content_type={content_type!r} is invalid (accepted: {CONTENT_TYPES})")
+    if content_type == "bytes":
+        if not isinstance(body, bytes | bytearray):
+            raise MessageError(f"content_type='bytes' needs bytes, not {type(body).__name__}")
+        return base64.b64encode(bytes(body)).decode("ascii"), content_type
+    if content_type == "text":
+        if not isinstance(body, str):
+            raise MessageError(f"content_type='text' needs str, not {type(body).__name__}")
+        text = body
+    else:
+        try:
+            text = json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise MessageError(f"body is not JSON-serialisable: {exc}") from None
+    if not text:
+        raise MessageError("body is empty: SQS refuses empty messages")
+    return text, content_type
+
+
+def _content_type_of(body: object) -> ContentType:
+    if isinstance(body, bytes | bytearray):
+        return "bytes"
+    return "text" if isinstance(body, str) else "json"
+
+
+def encode_attributes(
+    attributes: Mapping[str, UserAttribute] | None, limits: SqsLimits = SQS_LIMITS
+) -> dict[str, AttributeValue]:
+    """The user's attributes in SQS's shape, checked: 9 at most (sqsbatch uses the 10th)."""
+    if not attributes:
+        return {}
+    if len(attributes) > limits.max_attributes - 1:
+        raise MessageError(
+            f"{len(attributes)} message attributes given: at most {limits.max_attributes - 1} "
+            f"(SQS allows {limits.max_attributes}, sqsbatch uses one)"
+        )
+    encoded: dict[str, AttributeValue] = {}
+    for name, value in attributes.items():
+        if name == ATTRIBUTE or name.lower().startswith(_RESERVED_PREFIXES):
+            raise MessageError(f"message attribute name {name!r} is reserved")
+        if not _ATTRIBUTE_NAME.match(name):
+            raise MessageError(f"message attribute name {name!r} is invalid for SQS")
+        if isinstance(value, bool) or not isinstance(value, str | bytes | int | float):
+            raise MessageError(f"message attribute {name!r} must be str, bytes or a number")
+        if isinstance(value, bytes):
+            encoded[name] = {"DataType": "Binary", "BinaryValue": value}
+        elif isinstance(value, str):
+            encoded[name] = {"DataType": "String", "StringValue": value}
+        else:
+            encoded[name] = {"DataType": "Number", "StringValue": repr(value)}
+    return encoded
+
+
+def payload_size(body: str, attributes: Mapping[str, AttributeValue]) -> int:
+    """Bytes SQS counts against its size limit: body, attribute names, types and values."""
+    size = len(body.encode("utf-8"))
+    for name, value in attributes.items():
+        size += len(name.encode()) + len(value.get("DataType", "").encode())
+        size += len(value.get("StringValue", "").encode()) + len(value.get("BinaryValue", b""))
+    return size
+
+
+def decode(raw: Mapping[str, Any], *, base_attempts_override: int | None = None) -> DecodedMessage:
+    """Decode one message as boto3's `ReceiveMessage` returns it.
+
+    Needs the system attributes `SentTimestamp` and `ApproximateReceiveCount` and the message
+    attributes. A message with no sqsbatch attribute is foreign and reads as text.
+    """
+    attributes: dict[str, AttributeValue] = dict(raw.get("MessageAttributes") or {})
+    system: Mapping[str, str] = raw.get("Attributes") or {}
+    ours = attributes.pop(ATTRIBUTE, None)
+    envelope = None
+    if ours is not None and "StringValue" in ours:
+        envelope = Envelope.from_attribute(ours["StringValue"])
+    if envelope is None:
+        envelope = Envelope(content_type="text")
+        if ours is not None:  # someone else's attribute of the same name: keep it as theirs
+            attributes[ATTRIBUTE] = ours
+    receives = int(system.get("ApproximateReceiveCount", "1"))
+    sent_ms = int(system.get("SentTimestamp", "0"))
+    timestamp = envelope.timestamp if envelope.timestamp is not None else sent_ms / 1000
+    body_text: str = raw.get("Body", "")
+    return DecodedMessage(
+        id=envelope.id or raw["MessageId"],
+        body=_decode_body(body_text, envelope.content_type),
+        timestamp=datetime.fromtimestamp(timestamp, UTC),
+        attempts=envelope.base_attempts + receives,
+        attributes={name: _attribute_value(value) for name, value in attributes.items()},
+        envelope=envelope,
+        raw_body=body_text,
+        raw_attributes=attributes,
+        group_id=system.get("MessageGroupId"),
+    )
+
+
+def carry(message: DecodedMessage) -> Envelope:
+    """The envelope a re-sent copy of `message` carries: its id and timestamp, kept."""
+    return replace(message.envelope, id=message.id, timestamp=message.timestamp.timestamp())
+
+
+def _decode_body(text: str, content_type: ContentType) -> Any:
+    if content_type == "json":
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    if content_type == "bytes":
+        try:
+            return base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError):
+            return text
+    return text
+
+
+def _attribute_value(value: AttributeValue) -> UserAttribute:
+    if value.get("DataType", "").startswith("Binary"):
+        return value.get("BinaryValue", b"")
+    return value.get("StringValue", "")

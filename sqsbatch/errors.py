@@ -1,0 +1,85 @@
+"""The one error tree of sqsbatch.
+
+    SqsBatchError                      every error this library raises on purpose
+    ├── ConfigError (ValueError)       a setting out of range, of the wrong type, or unknown
+    ├── MessageError (ValueError)      a body or send request refused before any call
+    │   └── FifoError                  a request that SQS FIFO queues forbid (delays, no group id)
+    ├── EventError (ValueError)        a Lambda event that is not one SQS batch of one queue
+    └── SqsError                       SQS said no (translated from botocore at one boundary)
+        ├── QueueNotFound              the queue (or its DLQ) does not exist
+        ├── CredentialsError           no AWS credentials could be found
+        └── SendError                  some entries of a send were refused; says which went out
+
+botocore's exceptions are translated in `sqsbatch._sqs.translate_errors`, always with
+`raise ... from` so the original stays on `__cause__`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "ConfigError",
+    "CredentialsError",
+    "EventError",
+    "FifoError",
+    "MessageError",
+    "QueueNotFound",
+    "SendError",
+    "SqsBatchError",
+    "SqsError",
+]
+
+
+class SqsBatchError(Exception):
+    """Base of every error sqsbatch raises on purpose."""
+
+
+class ConfigError(SqsBatchError, ValueError):
+    """A setting is out of range, of the wrong type, or unknown."""
+
+
+class MessageError(SqsBatchError, ValueError):
+    """A message or send request was refused before any call to SQS."""
+
+
+class FifoError(MessageError):
+    """A request that SQS FIFO queues forbid, such as a per-message delay."""
+
+
+class EventError(SqsBatchError, ValueError):
+    """A Lambda event that is not a batch of SQS records from one queue."""
+
+
+class SqsError(SqsBatchError):
+    """SQS refused a request. `code` is SQS's error code when it gave one."""
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class QueueNotFound(SqsError):
+    """The queue does not exist (or is not visible to these credentials)."""
+
+
+class CredentialsError(SqsError):
+    """No AWS credentials could be found."""
+
+
+class SendError(SqsError):
+    """Some messages of a send were not accepted by SQS.
+
+    `sent_ids` went out and must not be sent again; `failed` maps the ids that did not go out to
+    SQS's reason.
+    """
+
+    def __init__(self, sent_ids: Sequence[str], failed: dict[str, str]) -> None:
+        reasons = "; ".join(f"{mid}: {why}" for mid, why in failed.items())
+        super().__init__(
+            f"{len(failed)} of {len(sent_ids) + len(failed)} messages were not sent "
+            f"(sent: {', '.join(sent_ids) or 'none'}; not sent: {reasons})",
+            code="BatchEntryFailed",
+        )
+        self.sent_ids = list(sent_ids)
+        self.failed = dict(failed)

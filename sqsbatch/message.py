@@ -1,0 +1,128 @@
+"""`Message` and `MessageBatch`: what a handler receives, the same on every front end."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqsbatch.envelope import DecodedMessage, UserAttribute
+from sqsbatch.errors import MessageError
+from sqsbatch.settlement import Ledger, Settled, Verdict
+
+__all__ = ["Message", "MessageBatch", "check_delay"]
+
+log = logging.getLogger("sqsbatch")
+MAX_DELAY_SECONDS = 86_400
+
+
+def check_delay(name: str, value: object) -> int | None:
+    """A delay in whole seconds, 0..86400, or None for "not given"; a clear error otherwise."""
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        whole = int(value)
+        if whole == value and 0 <= whole <= MAX_DELAY_SECONDS:
+            return whole
+    raise MessageError(f"{name}={value!r} is invalid: must be whole seconds 0..{MAX_DELAY_SECONDS}")
+
+
+@dataclass(eq=False)
+class _Delivery:
+    """The shell's view of one received message."""
+
+    decoded: DecodedMessage
+    receipt_handle: str
+    received_at: float
+    hidden_until: float
+    """Monotonic time until which SQS keeps it hidden (extended by the heartbeat)."""
+
+
+class Message:
+    """One message of a batch. Call `ack()` or `retry()` at most once; the first call wins."""
+
+    __slots__ = ("_delivery", "_index", "_ledger")
+
+    def __init__(self, delivery: _Delivery, ledger: Ledger, index: int) -> None:
+        self._delivery = delivery
+        self._ledger = ledger
+        self._index = index
+
+    @property
+    def id(self) -> str:
+        """Stable across redeliveries, dead-lettering and re-sends."""
+        return self._delivery.decoded.id
+
+    @property
+    def body(self) -> Any:
+        """The body as sent: a JSON value, a `str` or `bytes`."""
+        return self._delivery.decoded.body
+
+    @property
+    def timestamp(self) -> datetime:
+        """When the message was first sent (aware, UTC)."""
+        return self._delivery.decoded.timestamp
+
+    @property
+    def attempts(self) -> int:
+        """1 on the first delivery, one more per failed delivery."""
+        return self._delivery.decoded.attempts
+
+    @property
+    def attributes(self) -> dict[str, UserAttribute]:
+        """The sender's message attributes (sqsbatch's own is not among them)."""
+        return self._delivery.decoded.attributes
+
+    def ack(self) -> None:
+        """Done with this message: it will be deleted, whatever happens to the rest."""
+        self._call(Verdict.ACK, None)
+
+    def retry(self, delay_seconds: int | None = None) -> None:
+        """Deliver this message again, after `delay_seconds` (default: the `retry_delay`)."""
+        self._call(Verdict.RETRY, check_delay("delay_seconds", delay_seconds))
+
+    def _call(self, verdict: Verdict, delay: int | None) -> None:
+        if not self._ledger.on_message(self._index, verdict, delay):
+            log.warning("ignored %s() on message %s: it is already settled", verdict.value, self.id)
+
+    def __repr__(self) -> str:
+        return f"<Message id={self.id!r} attempts={self.attempts}>"
+
+
+class MessageBatch:
+    """The messages handed to one handler call, from one queue."""
+
+    def __init__(self, queue: str, deliveries: Sequence[_Delivery]) -> None:
+        self.queue = queue
+        self._ledger = Ledger(len(deliveries))
+        self._deliveries = list(deliveries)
+        self.messages: list[Message] = [
+            Message(delivery, self._ledger, i) for i, delivery in enumerate(deliveries)
+        ]
+
+    def ack_all(self) -> None:
+        """Ack every message that has no `ack()`/`retry()` call before this one."""
+        self._call(Verdict.ACK, None)
+
+    def retry_all(self, delay_seconds: int | None = None) -> None:
+        """Retry every message that has no `ack()`/`retry()` call before this one."""
+        self._call(Verdict.RETRY, check_delay("delay_seconds", delay_seconds))
+
+    def _call(self, verdict: Verdict, delay: int | None) -> None:
+        if not self._ledger.on_batch(verdict, delay):
+            log.warning(
+                "ignored %s_all() on a batch of %s: already settled", verdict.value, self.queue
+            )
+
+    def _settled(self) -> list[Settled]:
+        return [
+            Settled(d.decoded.attempts, d.received_at, d.decoded.group_id) for d in self._deliveries
+        ]
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    def __repr__(self) -> str:
+        return f"<MessageBatch queue={self.queue!r} size={len(self)}>"

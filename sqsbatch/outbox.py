@@ -1,0 +1,215 @@
+"""Entries to send, hide and delete: settlement, dead-lettering and delay hops, without I/O.
+
+Settlement runs in two phases so that nothing is lost: first the sends (dead-letter copies and
+re-sent long delays) and the visibility changes, then one round of deletes for the acked messages
+and for every message whose copy SQS accepted. A crash between the phases can duplicate a
+message, never lose one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sqsbatch.calls import Entry
+from sqsbatch.envelope import ATTRIBUTE as META
+from sqsbatch.envelope import AttributeValue, DecodedMessage, Envelope, carry, payload_size
+from sqsbatch.errors import FifoError, MessageError
+from sqsbatch.limits import SQS_LIMITS, SqsLimits
+from sqsbatch.settlement import Action, ActionKind
+
+__all__ = [
+    "Outbound",
+    "Settlement",
+    "copy_of",
+    "hop_delay",
+    "is_premature",
+    "postponement",
+    "send_entry",
+    "settlement",
+]
+
+
+@dataclass(frozen=True)
+class Outbound:
+    """One message to send, already encoded."""
+
+    body: str
+    envelope: Envelope
+    attributes: Mapping[str, AttributeValue]
+    delay_seconds: int | None = None
+    group_id: str | None = None
+    deduplication_id: str | None = None
+
+
+def hop_delay(
+    delay_seconds: int, *, wall_now: float, envelope: Envelope, limits: SqsLimits = SQS_LIMITS
+) -> tuple[int, Envelope]:
+    """`DelaySeconds` for a delay, and the envelope: past SQS's 900 s it carries a due time.
+
+    A message whose envelope has a due time in the future is not handed to a handler: the
+    consumer re-sends it for the time still to wait (another hop) without counting an attempt.
+    """
+    if delay_seconds <= limits.max_send_delay_seconds:
+        return delay_seconds, replace(envelope, due_at=None)
+    return limits.max_send_delay_seconds, replace(envelope, due_at=wall_now + delay_seconds)
+
+
+def remaining_delay(due_at: float, wall_now: float) -> int:
+    return max(0, math.ceil(due_at - wall_now))
+
+
+def send_entry(
+    key: str, queue_url: str, message: Outbound, *, fifo: bool, limits: SqsLimits = SQS_LIMITS
+) -> Entry:
+    """A `SendMessageBatch` entry, checked against SQS's rules before any call."""
+    attributes = {**message.attributes, META: message.envelope.to_attribute()}
+    size = payload_size(message.body, attributes)
+    if size > limits.max_payload_bytes:
+        raise MessageError(
+            f"message {key} is {size} bytes with its attributes: "
+            f"SQS accepts at most {limits.max_payload_bytes}"
+        )
+    params: dict[str, Any] = {"MessageBody": message.body, "MessageAttributes": attributes}
+    if fifo:
+        if message.delay_seconds:
+            raise FifoError(
+                f"delay_seconds={message.delay_seconds} on a FIFO queue: SQS forbids per-message "
+                "delays there (set the queue's DelaySeconds instead)"
+            )
+        if message.group_id is None:
+            raise FifoError("sending to a FIFO queue needs group_id=")
+        params["MessageGroupId"] = message.group_id
+        if message.deduplication_id is not None:
+            params["MessageDeduplicationId"] = message.deduplication_id
+    else:
+        if message.group_id is not None or message.deduplication_id is not None:
+            raise FifoError("group_id and deduplication_id are for FIFO queues (.fifo) only")
+        if message.delay_seconds is not None:
+            params["DelaySeconds"] = message.delay_seconds
+    return Entry(key, "send_message_batch", queue_url, params, size)
+
+
+def copy_of(
+    message: DecodedMessage,
+    envelope: Envelope,
+    *,
+    delay_seconds: int | None = None,
+    fifo: bool = False,
+) -> Outbound:
+    """A re-sent copy of a received message: same body, user attributes and group."""
+    return Outbound(
+        body=message.raw_body,
+        envelope=envelope,
+        attributes=message.raw_attributes,
+        delay_seconds=delay_seconds,
+        group_id=message.group_id if fifo else None,
+        deduplication_id=_dedup_id(envelope) if fifo else None,
+    )
+
+
+@dataclass
+class Settlement:
+    """Phase one (sends, visibility changes), then the deletes that may follow it."""
+
+    first: list[Entry]
+    always_delete: list[Entry]
+    delete_after_send: dict[str, Entry]
+    """Delete entries keyed by the send entry that must succeed first."""
+
+    def second(self, sent_ok: set[str]) -> list[Entry]:
+        after = [entry for key, entry in self.delete_after_send.items() if key in sent_ok]
+        return self.always_delete + after
+
+
+def settlement(
+    messages: Sequence[tuple[DecodedMessage, str]],
+    actions: Sequence[Action],
+    *,
+    queue_url: str,
+    queue: str,
+    dlq_url: str | None,
+    wall_now: float,
+    fifo: bool = False,
+    limits: SqsLimits = SQS_LIMITS,
+) -> Settlement:
+    """Entries for settling `messages` (decoded, receipt handle) as `actions` say."""
+    plan = Settlement([], [], {})
+    for action in actions:
+        message, receipt = messages[action.index]
+        i = action.index
+        delete = Entry(f"d{i}", "delete_message_batch", queue_url, {"ReceiptHandle": receipt})
+        if action.kind is ActionKind.HIDE:
+            params = {"ReceiptHandle": receipt, "VisibilityTimeout": action.delay_seconds}
+            plan.first.append(Entry(f"h{i}", "change_message_visibility_batch", queue_url, params))
+        elif action.kind in (ActionKind.DELETE, ActionKind.DROP):
+            plan.always_delete.append(delete)
+        else:
+            to_dlq, copy = _copy_for(
+                action, message, queue=queue, wall_now=wall_now, fifo=fifo, limits=limits
+            )
+            target = dlq_url if to_dlq and dlq_url else queue_url
+            plan.first.append(send_entry(f"s{i}", target, copy, fifo=fifo, limits=limits))
+            plan.delete_after_send[f"s{i}"] = delete
+    return plan
+
+
+def postponement(
+    messages: Sequence[tuple[DecodedMessage, str]],
+    *,
+    queue_url: str,
+    wall_now: float,
+    limits: SqsLimits = SQS_LIMITS,
+) -> Settlement:
+    """Re-send messages received before they were due, for the time still to wait.
+
+    The copy keeps the carried attempts, so an early receive costs no attempt.
+    """
+    plan = Settlement([], [], {})
+    for i, (message, receipt) in enumerate(messages):
+        assert message.envelope.due_at is not None
+        envelope = carry(message)
+        wait = remaining_delay(message.envelope.due_at, wall_now)
+        delay, hopped = hop_delay(wait, wall_now=wall_now, envelope=envelope, limits=limits)
+        copy = copy_of(message, hopped, delay_seconds=delay)
+        plan.first.append(send_entry(f"s{i}", queue_url, copy, fifo=False, limits=limits))
+        delete = Entry(f"d{i}", "delete_message_batch", queue_url, {"ReceiptHandle": receipt})
+        plan.delete_after_send[f"s{i}"] = delete
+    return plan
+
+
+def is_premature(message: DecodedMessage, wall_now: float) -> bool:
+    """Received before its due time (a delay hop that SQS handed out early)."""
+    due = message.envelope.due_at
+    return due is not None and due > wall_now
+
+
+def _copy_for(
+    action: Action,
+    message: DecodedMessage,
+    *,
+    queue: str,
+    wall_now: float,
+    fifo: bool,
+    limits: SqsLimits,
+) -> tuple[bool, Outbound]:
+    """(to the DLQ?, the copy) for a dead-letter or a re-sent long retry."""
+    envelope = carry(message)
+    if action.kind is ActionKind.DEAD_LETTER:
+        assert action.error is not None
+        failed = envelope.failed(action.error.type, action.error.message, at=action.error.at)
+        dead = replace(failed, base_attempts=0, source_queue=queue, due_at=None)
+        return True, copy_of(message, dead, fifo=fifo)
+    retried = replace(envelope, base_attempts=message.attempts)
+    delay, hopped = hop_delay(
+        action.delay_seconds, wall_now=wall_now, envelope=retried, limits=limits
+    )
+    return False, copy_of(message, hopped, delay_seconds=delay)
+
+
+def _dedup_id(envelope: Envelope) -> str:
+    seed = f"{envelope.id}:{envelope.base_attempts}:{envelope.redrives}:{envelope.error}"
+    return hashlib.sha256(seed.encode()).hexdigest()

@@ -1,0 +1,186 @@
+"""Settlement: what happens to each message of a batch once its handler is done.
+
+`Ledger` records the handler's `ack`/`retry` calls with Cloudflare's precedence (first call on a
+message wins; a batch-level call covers the messages with no call before it and freezes the
+rest; between `ack_all` and `retry_all` the first wins). `settle` turns the ledger and the
+handler's outcome into one `Action` per message: delete, hide for a delay, re-send (delays past
+the visibility ceiling), dead-letter, or drop. Pure: clocks come in as arguments.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqsbatch.envelope import ErrorInfo
+from sqsbatch.limits import SQS_LIMITS, SqsLimits
+
+__all__ = [
+    "Action",
+    "ActionKind",
+    "Decision",
+    "Ledger",
+    "Outcome",
+    "Settled",
+    "Verdict",
+    "settle",
+    "visibility_allowed",
+]
+
+
+class Verdict(enum.Enum):
+    ACK = "ack"
+    RETRY = "retry"
+
+
+class Outcome(enum.Enum):
+    """How the handler ended."""
+
+    RETURNED = "returned"
+    RAISED = "raised"
+    TIMED_OUT = "timed_out"
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: Verdict
+    delay_seconds: int | None = None
+    explicit: bool = True
+    """False for the default that the handler's outcome gave an undecided message."""
+
+
+class Ledger:
+    """The `ack`/`retry` calls made on one batch, with first-call-wins precedence."""
+
+    def __init__(self, size: int) -> None:
+        self._messages: list[Decision | None] = [None] * size
+        self._batch: Decision | None = None
+        self.sealed = False
+
+    def on_message(self, index: int, verdict: Verdict, delay_seconds: int | None) -> bool:
+        """Record `message.ack()`/`retry()`; False when the call is ignored."""
+        if self.sealed or self._batch is not None or self._messages[index] is not None:
+            return False
+        self._messages[index] = Decision(verdict, delay_seconds)
+        return True
+
+    def on_batch(self, verdict: Verdict, delay_seconds: int | None) -> bool:
+        """Record `batch.ack_all()`/`retry_all()`; False when the call is ignored."""
+        if self.sealed or self._batch is not None:
+            return False
+        self._batch = Decision(verdict, delay_seconds)
+        return True
+
+    def seal(self) -> None:
+        """The handler is done (or timed out): every later call is ignored."""
+        self.sealed = True
+
+    def undecided(self) -> list[int]:
+        """Indexes of the messages no call has settled yet (the heartbeat keeps them hidden)."""
+        if self._batch is not None:
+            return []
+        return [i for i, decision in enumerate(self._messages) if decision is None]
+
+    def decisions(self, outcome: Outcome) -> list[Decision]:
+        """One decision per message: its own call, else the batch call, else the outcome's."""
+        default = Decision(
+            Verdict.ACK if outcome is Outcome.RETURNED else Verdict.RETRY, None, explicit=False
+        )
+        return [own or self._batch or default for own in self._messages]
+
+
+class ActionKind(enum.Enum):
+    DELETE = "delete"
+    """Acked: `DeleteMessageBatch`."""
+    HIDE = "hide"
+    """Retried within the visibility ceiling: `ChangeMessageVisibilityBatch(delay)`."""
+    RESEND = "resend"
+    """Retried past the ceiling: re-sent with the carried metadata and a due time, then deleted."""
+    DEAD_LETTER = "dead_letter"
+    """Its final delivery failed: sent to the DLQ with metadata, then deleted."""
+    DROP = "drop"
+    """Its final delivery failed and there is no DLQ: deleted and logged."""
+
+
+@dataclass(frozen=True)
+class Action:
+    index: int
+    kind: ActionKind
+    delay_seconds: int = 0
+    error: ErrorInfo | None = None
+
+
+@dataclass(frozen=True)
+class Settled:
+    """What settlement needs to know of one message."""
+
+    attempts: int
+    received_at: float
+    """Monotonic seconds before the `ReceiveMessage` call that returned it."""
+    group_id: str | None = None
+
+
+def settle(
+    messages: Sequence[Settled],
+    decisions: Sequence[Decision],
+    *,
+    max_retries: int,
+    retry_delay: int,
+    has_dlq: bool,
+    failure: tuple[str, str],
+    now: float,
+    wall_now: float,
+    fifo: bool = False,
+    limits: SqsLimits = SQS_LIMITS,
+) -> list[Action]:
+    """One action per message.
+
+    `failure` is the (type, message) recorded on a dead-lettered copy when the handler raised or
+    timed out. On FIFO queues a retried message makes the later implicitly decided messages of its
+    group retry too, so that the group's order holds.
+    """
+    if fifo:
+        decisions = _hold_group_order(messages, decisions)
+    actions = []
+    for index, (message, decision) in enumerate(zip(messages, decisions, strict=True)):
+        if decision.verdict is Verdict.ACK:
+            actions.append(Action(index, ActionKind.DELETE))
+            continue
+        if message.attempts >= max_retries + 1:
+            kind = ActionKind.DEAD_LETTER if has_dlq else ActionKind.DROP
+            why = failure if not decision.explicit else ("Retry", "retried by the handler")
+            actions.append(Action(index, kind, error=ErrorInfo(*why, at=wall_now)))
+            continue
+        delay = retry_delay if decision.delay_seconds is None else decision.delay_seconds
+        allowed = visibility_allowed(message.received_at, now, limits)
+        if delay <= allowed or fifo:  # FIFO forbids per-message delays: clamp instead
+            actions.append(Action(index, ActionKind.HIDE, min(delay, allowed)))
+        else:
+            actions.append(Action(index, ActionKind.RESEND, delay))
+    return actions
+
+
+def visibility_allowed(received_at: float, now: float, limits: SqsLimits = SQS_LIMITS) -> int:
+    """The longest visibility timeout SQS accepts now: 12 h from the receive, minus what passed.
+
+    `received_at` is taken before the receive call, so the elapsed time is never underestimated
+    and a change never goes past the ceiling.
+    """
+    return max(0, math.floor(limits.visibility_ceiling_seconds - (now - received_at)))
+
+
+def _hold_group_order(messages: Sequence[Settled], decisions: Sequence[Decision]) -> list[Decision]:
+    held = list(decisions)
+    retried_groups: dict[str, Decision] = {}
+    for index, message in enumerate(messages):
+        decision = held[index]
+        group = message.group_id
+        if group is None:
+            continue
+        if group in retried_groups and not decision.explicit:
+            held[index] = Decision(Verdict.RETRY, retried_groups[group].delay_seconds, False)
+        elif decision.verdict is Verdict.RETRY and group not in retried_groups:
+            retried_groups[group] = decision
+    return held
