@@ -1,0 +1,311 @@
+"""`Consumer`: the long-running boto3 poller (ECS, EC2, a laptop).
+
+A thin shell: it receives, waits and calls SQS; every decision comes from `batching`,
+`settlement`, `consuming` and `outbox`. The main thread assembles batches while up to
+`max_concurrency` worker threads run handlers; each worker supervises its handler (heartbeat,
+`handler_timeout`) and settles its batch in batch calls.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
+from typing import Any, Protocol
+
+from sqsbatch.backoff import exponential_backoff
+from sqsbatch.batching import BatchWindow
+from sqsbatch.calls import BatchRun
+from sqsbatch.config import ConsumerConfig
+from sqsbatch.consuming import (
+    ConsumerStats,
+    Plan,
+    extended,
+    heartbeat_entries,
+    next_heartbeat,
+    plan_settlement,
+    receive_visibility,
+    split_received,
+    tally,
+)
+from sqsbatch.errors import ConfigError, SqsBatchError
+from sqsbatch.limits import SQS_LIMITS, SqsLimits
+from sqsbatch.message import MessageBatch, _Delivery
+from sqsbatch.outbox import Settlement
+from sqsbatch.queues import policy_warnings
+from sqsbatch.settlement import Outcome
+from sqsbatch.sqs_sync import SyncSqs, default_client
+from sqsbatch.transport import is_fifo, queue_name, receive_params
+
+__all__ = ["BatchHandler", "Consumer"]
+
+log = logging.getLogger("sqsbatch")
+
+
+class BatchHandler(Protocol):
+    def __call__(self, batch: MessageBatch, /) -> object: ...
+
+
+class Consumer:
+    """Polls one queue and hands batches to `handler`, with Cloudflare Queues' semantics."""
+
+    def __init__(
+        self,
+        queue: str,
+        handler: BatchHandler,
+        config: ConsumerConfig | None = None,
+        *,
+        client: Any = None,
+        limits: SqsLimits = SQS_LIMITS,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.config = config if config is not None else ConsumerConfig.load(queue)
+        dlq = self.config.dead_letter_queue
+        if dlq is not None and queue_name(dlq) == queue_name(queue):
+            raise ConfigError(f"dead_letter_queue={dlq!r} is the queue itself")
+        self.queue = queue
+        self.handler = handler
+        self.stats = ConsumerStats()
+        self._limits = limits
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._fifo = is_fifo(queue)
+        self._stopping = threading.Event()
+        self._random = random.Random()
+        pool = self.config.max_concurrency * 2 + 2
+        self._sqs = SyncSqs(
+            client if client is not None else default_client(max_pool_connections=pool)
+        )
+        self._url = ""
+        self._dlq_url: str | None = None
+        self._last_activity = 0.0
+
+    @property
+    def requests(self) -> int:
+        """SQS requests made so far (the bill)."""
+        return sum(self._sqs.requests.values())
+
+    def stop(self) -> None:
+        """Stop receiving; in-flight batches finish and settle, then `run()` returns."""
+        self._stopping.set()
+
+    def run(self) -> None:
+        """Poll until `stop()` or SIGTERM/SIGINT, then shut down gracefully."""
+        with self._signals():
+            self._loop(idle_seconds=None)
+
+    def run_until_idle(self, idle_seconds: float = 1.0) -> None:
+        """Poll until nothing arrived for `idle_seconds` and nothing is in flight."""
+        if idle_seconds <= 0:
+            raise ConfigError(f"idle_seconds={idle_seconds!r} is invalid: must be > 0")
+        self._loop(idle_seconds=idle_seconds)
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        self._stopping.clear()
+        self._url = self._sqs.queue_url(self.queue)
+        dlq = self.config.dead_letter_queue
+        self._dlq_url = self._sqs.queue_url(dlq) if dlq is not None else None
+        params = {"QueueUrl": self._url, "AttributeNames": ["RedrivePolicy"]}
+        attributes = self._sqs.call("get_queue_attributes", params).get("Attributes", {})
+        for warning in policy_warnings(self.queue, attributes, self.config):
+            log.warning("%s", warning)
+        self._last_activity = self._clock()
+
+    def _loop(self, idle_seconds: float | None) -> None:
+        self._start()
+        slots = threading.Semaphore(self.config.max_concurrency)
+        in_flight: set[Future[None]] = set()
+        with ThreadPoolExecutor(self.config.max_concurrency, "sqsbatch-batch") as pool:
+            while not self._stopping.is_set():
+                if not slots.acquire(timeout=0.05):
+                    continue
+                deliveries = self._assemble(idle_seconds, busy=bool(in_flight))
+                if deliveries:
+                    future = pool.submit(self._process, deliveries)
+                    in_flight.add(future)
+                    future.add_done_callback(_freeing(in_flight, slots))
+                    continue
+                slots.release()
+                if idle_seconds is not None and self._idle_for() >= idle_seconds:
+                    if not in_flight:
+                        break
+                    wait(list(in_flight), timeout=idle_seconds, return_when=FIRST_COMPLETED)
+        log.info("consumer of %s stopped: %s", self.queue, self.stats.as_dict())
+
+    def _idle_for(self) -> float:
+        return self._clock() - self._last_activity
+
+    def _assemble(self, idle_seconds: float | None, *, busy: bool) -> list[_Delivery]:
+        """Receive until the batch is due (full or window closed), or until stop/idle."""
+        window: BatchWindow[_Delivery] = BatchWindow(
+            self.config.max_batch_size, self.config.max_batch_timeout, self._limits
+        )
+        now = self._clock()
+        while not window.is_due(now):
+            cap = None
+            if idle_seconds is not None:
+                cap = idle_seconds - self._idle_for()
+                if not window.is_open and cap <= 0:
+                    break
+            asked = window.want()
+            wait_seconds = window.wait_seconds(now, cap=cap)
+            window.add(
+                self._receive(asked, wait_seconds, window.remaining(now)),
+                asked=asked,
+                now=(now := self._clock()),
+            )
+            if self._stopping.is_set() or (busy and not window.is_open):
+                break
+        return window.take()
+
+    def _receive(self, asked: int, wait_seconds: int, window_left: float) -> list[_Delivery]:
+        visibility = receive_visibility(self.config, window_left)
+        params = receive_params(
+            self._url, max_messages=asked, wait_seconds=wait_seconds, visibility_timeout=visibility
+        )
+        received_at = self._clock()
+        try:
+            raw = self._sqs.call("receive_message", params).get("Messages", [])
+        except SqsBatchError as exc:
+            self.stats.add({"receive_errors": 1})
+            delay = exponential_backoff(
+                min(self.stats.receive_errors, 6), 0.5, max_seconds=20, random=self._random
+            )
+            log.warning("receive from %s failed (%s); retrying in %s s", self.queue, exc, delay)
+            self._stopping.wait(delay)
+            return []
+        received = split_received(
+            raw,
+            queue_url=self._url,
+            received_at=received_at,
+            visibility=visibility,
+            wall_now=self._wall_clock(),
+            limits=self._limits,
+        )
+        if received.postpone is not None:
+            self._postpone(received.postpone)
+        if received.deliveries:
+            self._last_activity = self._clock()
+            self.stats.add({"received": len(received.deliveries)})
+        return received.deliveries
+
+    def _postpone(self, plan: Settlement) -> None:
+        first = self._sqs.execute(BatchRun(plan.first, limits=self._limits))
+        sent = {result.key for result in first.ok()}
+        self._sqs.execute(BatchRun(plan.second(sent), limits=self._limits))
+        self.stats.add({"postponed": len(sent)})
+
+    # -- one batch, on a worker thread -----------------------------------------------------------
+
+    def _process(self, deliveries: list[_Delivery]) -> None:
+        batch = MessageBatch(queue_name(self.queue), deliveries)
+        try:
+            outcome, error = self._supervise(batch)
+            plan = plan_settlement(
+                batch,
+                outcome,
+                error,
+                self.config,
+                queue_url=self._url,
+                dlq_url=self._dlq_url,
+                now=self._clock(),
+                wall_now=self._wall_clock(),
+                fifo=self._fifo,
+                limits=self._limits,
+            )
+            self._settle(plan)
+        except Exception:  # a bug of ours: the messages reappear after their visibility
+            log.exception("settling a batch of %s failed", self.queue)
+        finally:
+            self._last_activity = self._clock()
+
+    def _supervise(self, batch: MessageBatch) -> tuple[Outcome, BaseException | None]:
+        """Run the handler; keep its messages hidden while it runs; stop waiting at the timeout."""
+        done = threading.Event()
+        failure: list[BaseException] = []
+
+        def call_handler() -> None:
+            try:
+                self.handler(batch)
+            except BaseException as exc:  # any failure, SystemExit too, fails the batch
+                failure.append(exc)
+            finally:
+                done.set()
+
+        threading.Thread(target=call_handler, name="sqsbatch-handler", daemon=True).start()
+        deadline = self._clock() + self.config.handler_timeout
+        deliveries = batch._deliveries
+        while not done.is_set():
+            now = self._clock()
+            if now >= deadline:
+                self.stats.add({"handler_timeouts": 1})
+                log.error("handler for %s ran past %s s", self.queue, self.config.handler_timeout)
+                return Outcome.TIMED_OUT, None
+            wake = min(deadline, next_heartbeat(deliveries, self.config.visibility_timeout))
+            if not done.wait(max(0.0, wake - now)):
+                self._heartbeat(deliveries)
+        if failure:
+            self.stats.add({"handler_errors": 1})
+            log.warning("handler for %s raised %r", self.queue, failure[0])
+            return Outcome.RAISED, failure[0]
+        return Outcome.RETURNED, None
+
+    def _heartbeat(self, deliveries: list[_Delivery]) -> None:
+        now = self._clock()
+        entries = heartbeat_entries(
+            deliveries,
+            queue_url=self._url,
+            now=now,
+            visibility_timeout=self.config.visibility_timeout,
+            limits=self._limits,
+        )
+        if entries:
+            run = self._sqs.execute(BatchRun(entries, limits=self._limits))
+            self.stats.add({"expired_receipts": extended(deliveries, run, now)})
+
+    def _settle(self, plan: Plan) -> None:
+        first = self._sqs.execute(BatchRun(plan.settlement.first, limits=self._limits))
+        sent = {result.key for result in first.ok() if result.key.startswith("s")}
+        second = self._sqs.execute(BatchRun(plan.settlement.second(sent), limits=self._limits))
+        counts = tally(plan, first, second)
+        for result in (*first.failed(), *second.failed()):
+            level = logging.INFO if result.gone else logging.ERROR
+            log.log(level, "settling on %s: %s %s", self.queue, result.code, result.message or "")
+        self.stats.add(counts)
+
+    @contextmanager
+    def _signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+        def graceful(signum: int, frame: object) -> None:
+            log.info("%s: stopping after in-flight batches", signal.Signals(signum).name)
+            self.stop()
+
+        for sig in previous:
+            signal.signal(sig, graceful)
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+def _freeing(
+    in_flight: set[Future[None]], slots: threading.Semaphore
+) -> Callable[[Future[None]], None]:
+    def done(future: Future[None]) -> None:
+        in_flight.discard(future)
+        slots.release()
+
+    return done

@@ -1,0 +1,223 @@
+"""The consumer's decisions that every front end shares, without I/O.
+
+Sync poller, async poller and Lambda adapter differ only in how they wait and call SQS; what
+they receive, hide, settle and count is decided here.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from sqsbatch.calls import BatchRun, Entry
+from sqsbatch.config import ConsumerConfig
+from sqsbatch.envelope import decode
+from sqsbatch.limits import SQS_LIMITS, SqsLimits
+from sqsbatch.message import MessageBatch, _Delivery
+from sqsbatch.outbox import Settlement, is_premature, postponement, settlement
+from sqsbatch.settlement import ActionKind, Outcome, settle, visibility_allowed
+
+__all__ = [
+    "ConsumerStats",
+    "Received",
+    "failure_of",
+    "heartbeat_entries",
+    "next_heartbeat",
+    "plan_settlement",
+    "split_received",
+]
+
+
+@dataclass
+class ConsumerStats:
+    """Counters a consumer keeps; safe to read from any thread."""
+
+    received: int = 0
+    batches: int = 0
+    acked: int = 0
+    retried: int = 0
+    dead_lettered: int = 0
+    dropped: int = 0
+    postponed: int = 0
+    expired_receipts: int = 0
+    settle_failures: int = 0
+    receive_errors: int = 0
+    handler_errors: int = 0
+    handler_timeouts: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, counts: Mapping[str, int]) -> None:
+        with self._lock:
+            for name, value in counts.items():
+                setattr(self, name, getattr(self, name) + value)
+
+    def as_dict(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
+
+
+@dataclass
+class Received:
+    """One receive, decoded: deliveries for a batch and early hops to postpone."""
+
+    deliveries: list[_Delivery]
+    postpone: Settlement | None
+
+
+def split_received(
+    raw: Sequence[Mapping[str, Any]],
+    *,
+    queue_url: str,
+    received_at: float,
+    visibility: int,
+    wall_now: float,
+    limits: SqsLimits = SQS_LIMITS,
+) -> Received:
+    """Decode a `ReceiveMessage` answer; messages that are not due yet are not delivered."""
+    deliveries, early = [], []
+    for item in raw:
+        decoded = decode(item)
+        receipt = str(item["ReceiptHandle"])
+        if is_premature(decoded, wall_now):
+            early.append((decoded, receipt))
+        else:
+            deliveries.append(_Delivery(decoded, receipt, received_at, received_at + visibility))
+    postpone = None
+    if early:
+        postpone = postponement(early, queue_url=queue_url, wall_now=wall_now, limits=limits)
+    return Received(deliveries, postpone)
+
+
+def receive_visibility(config: ConsumerConfig, window_left: float) -> int:
+    """Hidden through what is left of the batch window, then `visibility_timeout`."""
+    return min(43_200, config.visibility_timeout + int(window_left + 0.999))
+
+
+def next_heartbeat(deliveries: Iterable[_Delivery], visibility_timeout: int) -> float:
+    """When the heartbeat is next due: half a visibility timeout before the first expiry."""
+    return min(d.hidden_until for d in deliveries) - visibility_timeout / 2
+
+
+def heartbeat_entries(
+    deliveries: Sequence[_Delivery],
+    *,
+    queue_url: str,
+    now: float,
+    visibility_timeout: int,
+    limits: SqsLimits = SQS_LIMITS,
+) -> list[Entry]:
+    """Visibility extensions due now, never past the ceiling counted from each receive.
+
+    Every message of a running batch stays hidden, acked ones too: they are deleted only when the
+    batch settles, and must not be redelivered before.
+    """
+    entries = []
+    for index, delivery in enumerate(deliveries):
+        if delivery.hidden_until - now > visibility_timeout / 2:
+            continue
+        seconds = min(visibility_timeout, visibility_allowed(delivery.received_at, now, limits))
+        if seconds <= 0:
+            continue  # at the ceiling: SQS will show it again, nothing can stop that
+        params = {"ReceiptHandle": delivery.receipt_handle, "VisibilityTimeout": seconds}
+        entries.append(
+            Entry(f"{index}:{seconds}", "change_message_visibility_batch", queue_url, params)
+        )
+    return entries
+
+
+def extended(deliveries: Sequence[_Delivery], run: BatchRun, now: float) -> int:
+    """Record the extensions SQS accepted; returns how many receipts had expired."""
+    for result in run.ok():
+        index, seconds = result.key.split(":")
+        deliveries[int(index)].hidden_until = now + int(seconds)
+    return sum(1 for result in run.failed() if result.gone)
+
+
+def failure_of(
+    outcome: Outcome, error: BaseException | None, handler_timeout: float
+) -> tuple[str, str]:
+    """What a dead-lettered copy records as the reason its last delivery failed."""
+    if outcome is Outcome.TIMED_OUT:
+        return "HandlerTimeout", f"the handler ran past handler_timeout={handler_timeout:g} s"
+    if error is not None:
+        return type(error).__name__, str(error)
+    return "GroupOrder", "held back behind a retried message of its FIFO group"
+
+
+@dataclass
+class Plan:
+    settlement: Settlement
+    kinds: list[ActionKind]
+
+
+def plan_settlement(
+    batch: MessageBatch,
+    outcome: Outcome,
+    error: BaseException | None,
+    config: ConsumerConfig,
+    *,
+    queue_url: str,
+    dlq_url: str | None,
+    now: float,
+    wall_now: float,
+    fifo: bool,
+    limits: SqsLimits = SQS_LIMITS,
+) -> Plan:
+    """Seal the batch and decide what happens to each of its messages."""
+    ledger = batch._ledger
+    ledger.seal()
+    actions = settle(
+        batch._settled(),
+        ledger.decisions(outcome),
+        max_retries=config.max_retries,
+        retry_delay=config.retry_delay,
+        has_dlq=dlq_url is not None,
+        failure=failure_of(outcome, error, config.handler_timeout),
+        now=now,
+        wall_now=wall_now,
+        fifo=fifo,
+        limits=limits,
+    )
+    pairs = [(d.decoded, d.receipt_handle) for d in batch._deliveries]
+    plan = settlement(
+        pairs,
+        actions,
+        queue_url=queue_url,
+        queue=batch.queue,
+        dlq_url=dlq_url,
+        wall_now=wall_now,
+        fifo=fifo,
+        limits=limits,
+    )
+    return Plan(plan, [action.kind for action in actions])
+
+
+_COUNTER = {
+    ActionKind.DELETE: "acked",
+    ActionKind.HIDE: "retried",
+    ActionKind.RESEND: "retried",
+    ActionKind.DEAD_LETTER: "dead_lettered",
+    ActionKind.DROP: "dropped",
+}
+
+
+def tally(plan: Plan, first: BatchRun, second: BatchRun) -> dict[str, int]:
+    """Counters for a settled batch, from what SQS accepted entry by entry.
+
+    A message whose receipt had expired "may be redelivered": it is counted apart from real
+    failures, and neither is counted as settled.
+    """
+    counts = {name: 0 for name in _COUNTER.values()}
+    counts |= {"batches": 1, "expired_receipts": 0, "settle_failures": 0}
+    failed: dict[int, list[bool]] = {}
+    for result in (*first.failed(), *second.failed()):
+        failed.setdefault(int(result.key[1:]), []).append(result.gone)
+    for index, kind in enumerate(plan.kinds):
+        if index not in failed:
+            counts[_COUNTER[kind]] += 1
+        elif all(failed[index]):
+            counts["expired_receipts"] += 1
+        else:
+            counts["settle_failures"] += 1
+    return counts

@@ -1,0 +1,196 @@
+"""Sending: `Producer` (boto3). Requests are checked and encoded by `SendPlan` before any call.
+
+Delay precedence: per-message > batch-level > the producer's `delivery_delay` > the queue's
+`DelaySeconds`; an explicit 0 overrides every default. Delays past SQS's 900 s travel in hops.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from sqsbatch.calls import BatchRun, Entry
+from sqsbatch.config import ProducerConfig
+from sqsbatch.envelope import ContentType, Envelope, UserAttribute, encode_attributes, encode_body
+from sqsbatch.errors import FifoError, MessageError, SendError
+from sqsbatch.limits import SQS_LIMITS, SqsLimits
+from sqsbatch.message import check_delay
+from sqsbatch.outbox import Outbound, hop_delay, send_entry
+from sqsbatch.sqs_sync import SyncSqs, default_client
+from sqsbatch.transport import is_fifo
+
+__all__ = ["MAX_SEND_BATCH", "MessageSendRequest", "Producer", "SendPlan", "as_request"]
+
+MAX_SEND_BATCH = 100
+
+
+@dataclass(frozen=True)
+class MessageSendRequest:
+    """One message for `send_batch`. Fields left as None fall back to the batch's defaults."""
+
+    body: Any
+    delay_seconds: int | None = None
+    content_type: ContentType | None = None
+    attributes: Mapping[str, UserAttribute] | None = None
+    group_id: str | None = None
+    deduplication_id: str | None = None
+
+
+_REQUEST_FIELDS = frozenset(f.name for f in fields(MessageSendRequest))
+
+
+def as_request(item: MessageSendRequest | Mapping[str, Any]) -> MessageSendRequest:
+    """A `MessageSendRequest` from itself or from a mapping with a `body` key."""
+    if isinstance(item, MessageSendRequest):
+        return item
+    if not isinstance(item, Mapping) or "body" not in item:
+        raise MessageError(f"send_batch items need a body: got {item!r:.80}")
+    unknown = sorted(set(item) - _REQUEST_FIELDS)
+    if unknown:
+        raise MessageError(f"unknown send field {unknown[0]!r} (known: {sorted(_REQUEST_FIELDS)})")
+    return MessageSendRequest(**item)
+
+
+class SendPlan:
+    """Checked, encoded entries for one `send`/`send_batch`, and the ids they got."""
+
+    def __init__(
+        self,
+        queue_url: str,
+        requests: Iterable[MessageSendRequest | Mapping[str, Any]],
+        *,
+        batch_delay: int | None,
+        default_delay: int | None,
+        content_dedup: bool,
+        wall_now: float,
+        limits: SqsLimits = SQS_LIMITS,
+    ) -> None:
+        checked = [as_request(item) for item in requests]
+        if not checked:
+            raise MessageError("send_batch needs at least one message")
+        if len(checked) > MAX_SEND_BATCH:
+            raise MessageError(
+                f"send_batch takes at most {MAX_SEND_BATCH} messages, got {len(checked)}"
+            )
+        batch_delay = check_delay("delay_seconds", batch_delay)
+        fifo = is_fifo(queue_url)
+        self.size = len(checked)
+        self.entries: list[Entry] = []
+        for index, request in enumerate(checked):
+            own = check_delay("delay_seconds", request.delay_seconds)
+            delay = _first_given(own, batch_delay, default_delay)
+            if fifo and request.deduplication_id is None and not content_dedup:
+                raise FifoError(
+                    f"{queue_url.rsplit('/', 1)[-1]} has no content-based deduplication: "
+                    "pass deduplication_id="
+                )
+            body, content_type = encode_body(request.body, request.content_type)
+            envelope = Envelope(content_type=content_type)
+            if delay is not None:
+                delay, envelope = hop_delay(
+                    delay, wall_now=wall_now, envelope=envelope, limits=limits
+                )
+            outbound = Outbound(
+                body=body,
+                envelope=envelope,
+                attributes=encode_attributes(request.attributes, limits),
+                delay_seconds=delay,
+                group_id=request.group_id,
+                deduplication_id=request.deduplication_id,
+            )
+            self.entries.append(
+                send_entry(str(index), queue_url, outbound, fifo=fifo, limits=limits)
+            )
+
+    def ids(self, run: BatchRun) -> list[str]:
+        """The message ids, in order; `SendError` naming what went out when some did not."""
+        sent = {
+            key: str(result.value["MessageId"]) for key, result in ((r.key, r) for r in run.ok())
+        }
+        if len(sent) == self.size:
+            return [sent[str(i)] for i in range(self.size)]
+        failed = {
+            f"message #{result.key}": f"{result.code}: {result.message or ''}".rstrip(": ")
+            for result in run.failed()
+            if result.key not in sent
+        }
+        raise SendError([sent[k] for k in sorted(sent, key=int)], failed)
+
+
+def _first_given(*delays: int | None) -> int | None:
+    return next((delay for delay in delays if delay is not None), None)
+
+
+class Producer:
+    """Sends to one queue (name or URL). Thread-safe; reuse one per queue."""
+
+    def __init__(
+        self,
+        queue: str,
+        *,
+        delivery_delay: int | None = None,
+        client: Any = None,
+        limits: SqsLimits = SQS_LIMITS,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if delivery_delay is None:
+            delivery_delay = ProducerConfig.load(queue).delivery_delay
+        self.delivery_delay = check_delay("delivery_delay", delivery_delay)
+        if self.delivery_delay and is_fifo(queue):
+            raise FifoError("delivery_delay on a FIFO queue: SQS forbids per-message delays there")
+        self.queue = queue
+        self._sqs = SyncSqs(client if client is not None else default_client())
+        self._limits = limits
+        self._clock = clock
+        self._content_dedup: bool | None = None
+
+    @property
+    def requests(self) -> int:
+        """SQS requests made so far."""
+        return sum(self._sqs.requests.values())
+
+    def send(
+        self,
+        body: Any,
+        *,
+        delay_seconds: int | None = None,
+        content_type: ContentType | None = None,
+        attributes: Mapping[str, UserAttribute] | None = None,
+        group_id: str | None = None,
+        deduplication_id: str | None = None,
+    ) -> str:
+        """Send one message; returns its id (the `message.id` the consumer will see)."""
+        request = MessageSendRequest(
+            body, delay_seconds, content_type, attributes, group_id, deduplication_id
+        )
+        return self.send_batch([request])[0]
+
+    def send_batch(
+        self,
+        messages: Iterable[MessageSendRequest | Mapping[str, Any]],
+        *,
+        delay_seconds: int | None = None,
+    ) -> list[str]:
+        """Send up to 100 messages in calls of at most 10 entries and 1 MiB; returns their ids."""
+        url = self._sqs.queue_url(self.queue)
+        plan = SendPlan(
+            url,
+            messages,
+            batch_delay=delay_seconds,
+            default_delay=self.delivery_delay,
+            content_dedup=self._has_content_dedup(url),
+            wall_now=self._clock(),
+            limits=self._limits,
+        )
+        return plan.ids(self._sqs.execute(BatchRun(plan.entries, limits=self._limits)))
+
+    def _has_content_dedup(self, url: str) -> bool:
+        if not is_fifo(url):
+            return False
+        if self._content_dedup is None:
+            params = {"QueueUrl": url, "AttributeNames": ["ContentBasedDeduplication"]}
+            attributes = self._sqs.call("get_queue_attributes", params)["Attributes"]
+            self._content_dedup = attributes.get("ContentBasedDeduplication") == "true"
+        return self._content_dedup

@@ -1,0 +1,51 @@
+"""Shared fixtures: one moto server on 127.0.0.1 per session, fresh queue names per test."""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from sqsbatch.local import LOCAL_CREDENTIALS, LocalSqs
+
+# Never reach AWS: fake credentials, and no endpoint unless a test sets one.
+os.environ.update(LOCAL_CREDENTIALS)
+os.environ.pop("AWS_PROFILE", None)
+os.environ.pop("SQSBATCH_CONFIG_FILE", None)
+
+
+@pytest.fixture(scope="session")
+def local_sqs() -> Iterator[LocalSqs]:
+    with LocalSqs() as server:
+        yield server
+
+
+@pytest.fixture
+def sqs(local_sqs: LocalSqs) -> Any:
+    """A boto3 SQS client for the session's local endpoint."""
+    return local_sqs.client()
+
+
+@pytest.fixture
+def name(request: pytest.FixtureRequest) -> str:
+    """A queue name unique to this test (moto keeps queues for the whole session)."""
+    stem = request.node.name.replace("[", "-").replace("]", "").replace("_", "-")[:40]
+    return f"{stem}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(autouse=True)
+def _no_config_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """Settings come from the test, never from a stray sqsbatch.toml or SQSBATCH_* variable."""
+    for key in list(os.environ):
+        if key.startswith("SQSBATCH_"):
+            monkeypatch.delenv(key)
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture(autouse=True)
+def _quiet_werkzeug() -> None:
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)

@@ -1,0 +1,40 @@
+"""Looking at queues in tests: depths and contents, through plain boto3 calls."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def depth(sqs: Any, queue: str) -> int:
+    """Visible + in flight + delayed messages."""
+    url = sqs.get_queue_url(QueueName=queue)["QueueUrl"]
+    names = [
+        "ApproximateNumberOfMessages",
+        "ApproximateNumberOfMessagesNotVisible",
+        "ApproximateNumberOfMessagesDelayed",
+    ]
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+    return sum(int(attributes[n]) for n in names)
+
+
+def drain(sqs: Any, queue: str) -> list[dict[str, Any]]:
+    """Every visible message, received (and left to reappear after 30 s), with parsed metadata."""
+    url = sqs.get_queue_url(QueueName=queue)["QueueUrl"]
+    found: list[dict[str, Any]] = []
+    while True:
+        answer = sqs.receive_message(
+            QueueUrl=url,
+            MaxNumberOfMessages=10,
+            WaitTimeSeconds=0,
+            VisibilityTimeout=30,
+            MessageAttributeNames=["All"],
+            MessageSystemAttributeNames=["All"],
+        )
+        messages = answer.get("Messages", [])
+        if not messages:
+            return found
+        for message in messages:
+            meta = message.get("MessageAttributes", {}).get("sqsbatch")
+            message["meta"] = json.loads(meta["StringValue"]) if meta else None
+            found.append(message)

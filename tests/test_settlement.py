@@ -1,0 +1,250 @@
+"""Settlement precedence (SPEC 2.3/2.4/2.6/2.7/2.8), table-driven, no I/O."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from sqsbatch.limits import SqsLimits
+from sqsbatch.settlement import (
+    ActionKind,
+    Decision,
+    Ledger,
+    Outcome,
+    Settled,
+    Verdict,
+    settle,
+    visibility_allowed,
+)
+
+ACK, RETRY = Verdict.ACK, Verdict.RETRY
+Step = Callable[[Ledger], object]
+
+
+def msg(i: int, verdict: Verdict, delay: int | None = None) -> Step:
+    return lambda ledger: ledger.on_message(i, verdict, delay)
+
+
+def batch(verdict: Verdict, delay: int | None = None) -> Step:
+    return lambda ledger: ledger.on_batch(verdict, delay)
+
+
+# (name, calls in order, outcome, expected (verdict, delay) per message of a batch of 3)
+PRECEDENCE = [
+    ("returned, no calls: all acked", [], Outcome.RETURNED, [(ACK, None)] * 3),
+    ("raised, no calls: all retried", [], Outcome.RAISED, [(RETRY, None)] * 3),
+    ("timed out: like raised", [], Outcome.TIMED_OUT, [(RETRY, None)] * 3),
+    (
+        "explicit ack survives a raise",
+        [msg(0, ACK)],
+        Outcome.RAISED,
+        [(ACK, None), (RETRY, None), (RETRY, None)],
+    ),
+    (
+        "first call on a message wins (ack)",
+        [msg(0, ACK), msg(0, RETRY)],
+        Outcome.RETURNED,
+        [(ACK, None)] * 3,
+    ),
+    (
+        "first call on a message wins (retry)",
+        [msg(0, RETRY, 5), msg(0, ACK)],
+        Outcome.RETURNED,
+        [(RETRY, 5), (ACK, None), (ACK, None)],
+    ),
+    (
+        "ack(m) then retry_all keeps m acked",
+        [msg(1, ACK), batch(RETRY, 9)],
+        Outcome.RETURNED,
+        [(RETRY, 9), (ACK, None), (RETRY, 9)],
+    ),
+    (
+        "retry(m) then ack_all retries only m",
+        [msg(1, RETRY), batch(ACK)],
+        Outcome.RETURNED,
+        [(ACK, None), (RETRY, None), (ACK, None)],
+    ),
+    (
+        "ack_all then retry_all acks all",
+        [batch(ACK), batch(RETRY)],
+        Outcome.RAISED,
+        [(ACK, None)] * 3,
+    ),
+    (
+        "retry_all then ack_all retries all",
+        [batch(RETRY, 4), batch(ACK)],
+        Outcome.RETURNED,
+        [(RETRY, 4)] * 3,
+    ),
+    (
+        "per-message call after a batch call is ignored",
+        [batch(RETRY), msg(0, ACK)],
+        Outcome.RETURNED,
+        [(RETRY, None)] * 3,
+    ),
+    (
+        "retry then raise keeps the retry's delay",
+        [msg(2, RETRY, 0)],
+        Outcome.RAISED,
+        [(RETRY, None), (RETRY, None), (RETRY, 0)],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "calls", "outcome", "expected"), PRECEDENCE, ids=[p[0] for p in PRECEDENCE]
+)
+def test_precedence(
+    name: str, calls: list[Step], outcome: Outcome, expected: list[tuple[Verdict, int | None]]
+) -> None:
+    ledger = Ledger(3)
+    for call in calls:
+        call(ledger)
+    got = [(d.verdict, d.delay_seconds) for d in ledger.decisions(outcome)]
+    assert got == expected
+
+
+def test_ignored_calls_report_false_and_sealing_ignores_everything() -> None:
+    ledger = Ledger(2)
+    assert ledger.on_message(0, ACK, None) is True
+    assert ledger.on_message(0, RETRY, None) is False
+    assert ledger.undecided() == [1]
+    ledger.seal()
+    assert ledger.on_message(1, ACK, None) is False and ledger.on_batch(ACK, None) is False
+    assert ledger.decisions(Outcome.RAISED)[1].verdict is RETRY
+
+
+def plan(
+    decisions: list[Decision], attempts: list[int], **kwargs: object
+) -> list[tuple[ActionKind, int]]:
+    messages = [Settled(a, received_at=0.0) for a in attempts]
+    options: dict[str, object] = {
+        "max_retries": 3,
+        "retry_delay": 30,
+        "has_dlq": True,
+        "failure": ("E", "boom"),
+        "now": 0.0,
+        "wall_now": 1e9,
+    }
+    options.update(kwargs)
+    return [(a.kind, a.delay_seconds) for a in settle(messages, decisions, **options)]  # type: ignore[arg-type]
+
+
+def test_delay_precedence_and_explicit_zero() -> None:
+    decisions = [
+        Decision(RETRY, 0),
+        Decision(RETRY, None),
+        Decision(RETRY, None, explicit=False),
+        Decision(ACK),
+    ]
+    assert plan(decisions, [1, 1, 1, 1]) == [
+        (ActionKind.HIDE, 0),  # an explicit 0 is a value: visible again at once
+        (ActionKind.HIDE, 30),  # no delay: the consumer's retry_delay
+        (ActionKind.HIDE, 30),
+        (ActionKind.DELETE, 0),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("max_retries", "attempts", "kind"),
+    [
+        (3, 3, ActionKind.HIDE),
+        (3, 4, ActionKind.DEAD_LETTER),
+        (0, 1, ActionKind.DEAD_LETTER),
+        (2, 7, ActionKind.DEAD_LETTER),
+    ],
+)
+def test_dead_letter_on_delivery_max_retries_plus_one(
+    max_retries: int, attempts: int, kind: ActionKind
+) -> None:
+    assert plan([Decision(RETRY)], [attempts], max_retries=max_retries)[0][0] is kind
+
+
+def test_without_dlq_the_last_failure_drops_and_an_ack_is_still_an_ack() -> None:
+    assert plan([Decision(RETRY), Decision(ACK)], [4, 4], has_dlq=False) == [
+        (ActionKind.DROP, 0),
+        (ActionKind.DELETE, 0),
+    ]
+
+
+def test_dead_letter_records_why() -> None:
+    messages = [Settled(4, 0.0), Settled(4, 0.0)]
+    actions = settle(
+        messages,
+        [Decision(RETRY), Decision(RETRY, explicit=False)],
+        max_retries=3,
+        retry_delay=0,
+        has_dlq=True,
+        failure=("KeyError", "'x'"),
+        now=0.0,
+        wall_now=123.0,
+    )
+    assert [(a.error.type, a.error.at) for a in actions if a.error] == [
+        ("Retry", 123.0),
+        ("KeyError", 123.0),
+    ]
+
+
+def test_visibility_ceiling_is_counted_from_the_receive_and_clamped() -> None:
+    limits = SqsLimits(visibility_ceiling_seconds=100)
+    assert visibility_allowed(received_at=10.0, now=10.0, limits=limits) == 100
+    assert visibility_allowed(received_at=10.0, now=70.5, limits=limits) == 39
+    assert visibility_allowed(received_at=10.0, now=500.0, limits=limits) == 0
+    # a retry delay past what is left of the ceiling is re-sent, not clamped (standard queues)
+    got = plan([Decision(RETRY, 40), Decision(RETRY, 60)], [1, 1], now=50.0, limits=limits)
+    assert got == [(ActionKind.HIDE, 40), (ActionKind.RESEND, 60)]
+
+
+def test_fifo_retry_holds_back_the_rest_of_its_group() -> None:
+    """A retry makes later implicitly acked messages of its group retry; explicit acks hold."""
+    messages = [Settled(1, 0.0, g) for g in ("a", "b", "a", "a", "b")]
+    decisions = [
+        Decision(ACK, explicit=False),
+        Decision(ACK, explicit=False),
+        Decision(RETRY, 7),
+        Decision(ACK, explicit=False),
+        Decision(ACK, explicit=False),
+    ]
+    explicit_ack = Decision(ACK)
+    actions = settle(
+        messages,
+        [*decisions[:3], explicit_ack, decisions[4]],
+        max_retries=3,
+        retry_delay=0,
+        has_dlq=True,
+        failure=("E", ""),
+        now=0.0,
+        wall_now=0.0,
+        fifo=True,
+    )
+    assert [(a.kind, a.delay_seconds) for a in actions] == [
+        (ActionKind.DELETE, 0),
+        (ActionKind.DELETE, 0),
+        (ActionKind.HIDE, 7),
+        (ActionKind.DELETE, 0),
+        (ActionKind.DELETE, 0),
+    ]
+    implicit = settle(
+        messages,
+        decisions,
+        max_retries=3,
+        retry_delay=0,
+        has_dlq=True,
+        failure=("E", ""),
+        now=0.0,
+        wall_now=0.0,
+        fifo=True,
+    )
+    assert [a.kind for a in implicit] == [
+        ActionKind.DELETE,
+        ActionKind.DELETE,
+        ActionKind.HIDE,
+        ActionKind.HIDE,
+        ActionKind.DELETE,
+    ]
+
+
+def test_fifo_never_resends_long_delays() -> None:
+    limits = SqsLimits(visibility_ceiling_seconds=100)
+    assert plan([Decision(RETRY, 500)], [1], fifo=True, limits=limits) == [(ActionKind.HIDE, 100)]
