@@ -91,6 +91,11 @@ class Consumer:
         """SQS requests made so far (the bill)."""
         return sum(self._sqs.requests.values())
 
+    @property
+    def requests_by_operation(self) -> dict[str, int]:
+        """SQS requests made so far, per boto3 operation name."""
+        return dict(self._sqs.requests)
+
     def stop(self) -> None:
         """Stop receiving; in-flight batches finish and settle, then `run()` returns."""
         self._stopping.set()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from sqsbatch.calls import BatchRun, Entry
@@ -19,7 +19,7 @@ from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import check_delay
 from sqsbatch.outbox import Outbound, hop_delay, send_entry
 from sqsbatch.sqs_sync import SyncSqs, default_client
-from sqsbatch.transport import is_fifo
+from sqsbatch.transport import is_fifo, queue_name
 
 __all__ = ["MAX_SEND_BATCH", "MessageSendRequest", "Producer", "SendPlan", "as_request"]
 
@@ -54,16 +54,18 @@ def as_request(item: MessageSendRequest | Mapping[str, Any]) -> MessageSendReque
 
 
 class SendPlan:
-    """Checked, encoded entries for one `send`/`send_batch`, and the ids they got."""
+    """Checked, encoded entries for one `send`/`send_batch`, and the ids they got.
+
+    Every check runs here, before any call: a refused batch costs no request.
+    """
 
     def __init__(
         self,
-        queue_url: str,
+        queue: str,
         requests: Iterable[MessageSendRequest | Mapping[str, Any]],
         *,
         batch_delay: int | None,
         default_delay: int | None,
-        content_dedup: bool,
         wall_now: float,
         limits: SqsLimits = SQS_LIMITS,
     ) -> None:
@@ -75,17 +77,13 @@ class SendPlan:
                 f"send_batch takes at most {MAX_SEND_BATCH} messages, got {len(checked)}"
             )
         batch_delay = check_delay("delay_seconds", batch_delay)
-        fifo = is_fifo(queue_url)
+        fifo = is_fifo(queue)
         self.size = len(checked)
-        self.entries: list[Entry] = []
+        self.needs_content_dedup = fifo and any(r.deduplication_id is None for r in checked)
+        self._entries: list[Entry] = []
         for index, request in enumerate(checked):
             own = check_delay("delay_seconds", request.delay_seconds)
             delay = _first_given(own, batch_delay, default_delay)
-            if fifo and request.deduplication_id is None and not content_dedup:
-                raise FifoError(
-                    f"{queue_url.rsplit('/', 1)[-1]} has no content-based deduplication: "
-                    "pass deduplication_id="
-                )
             body, content_type = encode_body(request.body, request.content_type)
             envelope = Envelope(content_type=content_type)
             if delay is not None:
@@ -100,15 +98,20 @@ class SendPlan:
                 group_id=request.group_id,
                 deduplication_id=request.deduplication_id,
             )
-            self.entries.append(
-                send_entry(str(index), queue_url, outbound, fifo=fifo, limits=limits)
+            self._entries.append(send_entry(str(index), queue, outbound, fifo=fifo, limits=limits))
+
+    def entries(self, queue_url: str, *, content_dedup: bool) -> list[Entry]:
+        """The entries for the queue at `queue_url` (FIFO: whose deduplication mode is known)."""
+        if self.needs_content_dedup and not content_dedup:
+            raise FifoError(
+                f"{queue_name(queue_url)} has no content-based deduplication: "
+                "pass deduplication_id="
             )
+        return [replace(entry, queue_url=queue_url) for entry in self._entries]
 
     def ids(self, run: BatchRun) -> list[str]:
         """The message ids, in order; `SendError` naming what went out when some did not."""
-        sent = {
-            key: str(result.value["MessageId"]) for key, result in ((r.key, r) for r in run.ok())
-        }
+        sent = {result.key: str(result.value["MessageId"]) for result in run.ok()}
         if len(sent) == self.size:
             return [sent[str(i)] for i in range(self.size)]
         failed = {
@@ -174,20 +177,20 @@ class Producer:
         delay_seconds: int | None = None,
     ) -> list[str]:
         """Send up to 100 messages in calls of at most 10 entries and 1 MiB; returns their ids."""
-        url = self._sqs.queue_url(self.queue)
         plan = SendPlan(
-            url,
+            self.queue,
             messages,
             batch_delay=delay_seconds,
             default_delay=self.delivery_delay,
-            content_dedup=self._has_content_dedup(url),
             wall_now=self._clock(),
             limits=self._limits,
         )
-        return plan.ids(self._sqs.execute(BatchRun(plan.entries, limits=self._limits)))
+        url = self._sqs.queue_url(self.queue)
+        entries = plan.entries(url, content_dedup=self._has_content_dedup(url, plan))
+        return plan.ids(self._sqs.execute(BatchRun(entries, limits=self._limits)))
 
-    def _has_content_dedup(self, url: str) -> bool:
-        if not is_fifo(url):
+    def _has_content_dedup(self, url: str, plan: SendPlan) -> bool:
+        if not plan.needs_content_dedup:
             return False
         if self._content_dedup is None:
             params = {"QueueUrl": url, "AttributeNames": ["ContentBasedDeduplication"]}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -33,7 +34,7 @@ def sqs(local_sqs: LocalSqs) -> Any:
 @pytest.fixture
 def name(request: pytest.FixtureRequest) -> str:
     """A queue name unique to this test (moto keeps queues for the whole session)."""
-    stem = request.node.name.replace("[", "-").replace("]", "").replace("_", "-")[:40]
+    stem = re.sub(r"[^A-Za-z0-9-]+", "-", request.node.name)[:40].strip("-")
     return f"{stem}-{uuid.uuid4().hex[:8]}"
 
 
