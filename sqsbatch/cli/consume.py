@@ -1,0 +1,201 @@
+"""`consume MODULE:FUNCTION --queue Q`: run the poller on a user's handler."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import logging
+import os
+import sys
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from sqsbatch.cli.common import CliError, Connection, connection, err, out, print_json
+from sqsbatch.config import ConsumerConfig
+
+__all__ = ["app", "load_handler"]
+
+app = typer.Typer()
+
+
+def load_handler(spec: str) -> Any:
+    """The callable named by `package.module:function` (the current directory is importable)."""
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise typer.BadParameter(f"{spec!r}: expected MODULE:FUNCTION, e.g. app.jobs:handle")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise CliError(f"cannot import {module_name!r}: {exc}") from None
+    target: Any = module
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            raise CliError(f"module {module_name!r} has no {attribute!r}")
+        target = getattr(target, part)
+    if not callable(target):
+        raise CliError(f"{spec} is not callable")
+    return target
+
+
+@app.command()
+def consume(
+    ctx: typer.Context,
+    handler: Annotated[str, typer.Argument(metavar="MODULE:FUNCTION", help="The batch handler.")],
+    *,
+    queue: Annotated[str, typer.Option("--queue", "-q", help="Queue name or URL.")],
+    max_batch_size: Annotated[int | None, typer.Option(help="1..100 (default: 10)")] = None,
+    max_batch_timeout: Annotated[
+        float | None, typer.Option(help="Seconds 0..60 (default: 5)")
+    ] = None,
+    max_retries: Annotated[int | None, typer.Option(help="0..100 (default: 3)")] = None,
+    dead_letter_queue: Annotated[str | None, typer.Option(help="DLQ name (default: none)")] = None,
+    retry_delay: Annotated[int | None, typer.Option(help="Seconds 0..86400 (default: 0)")] = None,
+    max_concurrency: Annotated[
+        int | None, typer.Option(help="Batches at once (default: 1)")
+    ] = None,
+    visibility_timeout: Annotated[int | None, typer.Option(help="Seconds (default: 30)")] = None,
+    use_async: Annotated[
+        bool, typer.Option("--async", help="AsyncConsumer, for an `async def` handler.")
+    ] = False,
+    once: Annotated[
+        bool, typer.Option("--once", help="Stop when the queue is idle, then exit 0.")
+    ] = False,
+    idle_seconds: Annotated[
+        float, typer.Option(min=0.1, help="With --once: how long 'idle' is.")
+    ] = 2.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the final stats as JSON.")] = False,
+) -> None:
+    """Run the poller on a handler until SIGTERM/SIGINT (graceful) or, with --once, until idle.
+
+    Settings not given as flags come from SQSBATCH_* variables, then from the queue's
+    [[queues.consumers]] table in sqsbatch.toml ($SQSBATCH_CONFIG_FILE), then the defaults.
+    """
+    overrides: dict[str, object] = {
+        key: value
+        for key, value in {
+            "max_batch_size": max_batch_size,
+            "max_batch_timeout": max_batch_timeout,
+            "max_retries": max_retries,
+            "dead_letter_queue": dead_letter_queue,
+            "retry_delay": retry_delay,
+            "max_concurrency": max_concurrency,
+            "visibility_timeout": visibility_timeout,
+        }.items()
+        if value is not None
+    }
+    function = load_handler(handler)
+    config = ConsumerConfig.load(queue, None, **overrides)
+    _check_kind(function, handler, use_async=use_async)
+    _log_to_stderr()
+    client_pool = config.max_concurrency * 2 + 2
+    if use_async:
+        stats, requests = _run_async(
+            ctx, queue=queue, function=function, config=config, once=once, idle_seconds=idle_seconds
+        )
+    else:
+        stats, requests = _run_sync(
+            ctx,
+            queue=queue,
+            function=function,
+            config=config,
+            once=once,
+            idle_seconds=idle_seconds,
+            pool=client_pool,
+        )
+    _report(queue, stats, requests, as_json=as_json)
+
+
+def _check_kind(function: Any, spec: str, *, use_async: bool) -> None:
+    is_async = inspect.iscoroutinefunction(function)
+    if is_async and not use_async:
+        raise CliError(f"{spec} is `async def`: run it with --async")
+    if use_async and not is_async:
+        raise CliError(f"{spec} is not `async def`: drop --async")
+
+
+def _run_sync(
+    ctx: typer.Context,
+    *,
+    queue: str,
+    function: Any,
+    config: ConsumerConfig,
+    once: bool,
+    idle_seconds: float,
+    pool: int,
+) -> tuple[dict[str, int], int]:
+    from sqsbatch.consumer import Consumer  # noqa: PLC0415
+
+    client = connection(ctx).client(max_pool_connections=pool)
+    consumer = Consumer(queue, function, config, client=client)
+    err.print(f"consuming {queue} with {_describe(config)}" + (" until idle" if once else ""))
+    if once:
+        consumer.run_until_idle(idle_seconds)
+    else:
+        consumer.run()
+    return consumer.stats.as_dict(), consumer.requests
+
+
+def _run_async(
+    ctx: typer.Context,
+    *,
+    queue: str,
+    function: Any,
+    config: ConsumerConfig,
+    once: bool,
+    idle_seconds: float,
+) -> tuple[dict[str, int], int]:
+    try:
+        from sqsbatch import AsyncConsumer  # type: ignore[attr-defined,unused-ignore]  # noqa: PLC0415
+    except ImportError:
+        raise CliError("this sqsbatch has no AsyncConsumer yet") from None
+    _export(connection(ctx))  # the async client is aioboto3's: it reads the environment
+    consumer: Any = AsyncConsumer(queue, function, config)
+    err.print(f"consuming {queue} (async) with {_describe(config)}")
+    run = consumer.run_until_idle(idle_seconds) if once else consumer.run()
+    asyncio.run(run)
+    requests = consumer.requests
+    return consumer.stats.as_dict(), requests if isinstance(requests, int) else 0
+
+
+def _export(conn: Connection) -> None:
+    for name, value in (
+        ("AWS_ENDPOINT_URL_SQS", conn.endpoint_url),
+        ("AWS_DEFAULT_REGION", conn.region),
+        ("AWS_REGION", conn.region),
+        ("AWS_PROFILE", conn.profile),
+    ):
+        if value is not None:
+            os.environ[name] = value
+
+
+def _describe(config: ConsumerConfig) -> str:
+    return ", ".join(f"{key}={value}" for key, value in config.model_dump().items())
+
+
+def _log_to_stderr() -> None:
+    """The library's warnings (policy mismatches, handler errors) on stderr, once."""
+    from rich.logging import RichHandler  # noqa: PLC0415
+
+    log = logging.getLogger("sqsbatch")
+    if not any(isinstance(h, RichHandler) for h in log.handlers):
+        log.addHandler(RichHandler(console=err, show_path=False, markup=False))
+        log.setLevel(logging.WARNING)
+
+
+def _report(queue: str, stats: dict[str, int], requests: int, *, as_json: bool) -> None:
+    if as_json:
+        print_json({"queue": queue, "stats": stats, "requests": requests})
+        return
+    table = Table(title=f"consumer of {queue} stopped", title_justify="left")
+    table.add_column("counter")
+    table.add_column("value", justify="right")
+    for key, value in stats.items():
+        if value or key in ("received", "batches", "acked", "retried", "dead_lettered"):
+            table.add_row(key.replace("_", " "), str(value))
+    table.add_row("SQS requests", str(requests))
+    out.print(table)

@@ -1,0 +1,181 @@
+"""`redrive DLQ`: a one-shot operator redrive, with a progress bar and a summary table.
+
+Moves matching dead-lettered messages now, whatever their backoff (`redrive.move_now`), or starts
+SQS's own move task (`--native`). The daemon that redrives on a schedule is the `redrive` command
+of the `redrive` package.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from sqsbatch.cli.common import CliError, ask, err, out, print_json, queue_attributes, sqs_for
+from sqsbatch.cli.filters import parse_filters
+from sqsbatch.transport import queue_name
+
+__all__ = ["app"]
+
+app = typer.Typer()
+
+
+def _redrive_package() -> Any:
+    try:
+        import redrive  # noqa: PLC0415 - a sibling package, needed by this command only
+    except ImportError:
+        raise CliError("the redrive package is not installed") from None
+    if not hasattr(redrive, "move_now"):
+        raise CliError("this redrive package has no move_now (too old?)")
+    return redrive
+
+
+@app.command("redrive")
+def redrive_command(
+    ctx: typer.Context,
+    dlq: Annotated[str, typer.Argument(help="Dead-letter queue name or URL.")],
+    *,
+    to: Annotated[
+        str | None, typer.Option(help="Target queue (default: each message's source queue).")
+    ] = None,
+    filters: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--filter",
+            help="TEXT (body contains), re:REGEX, attr:NAME=VALUE, error:TYPE, !EXPR; "
+            "repeat to require all.",
+        ),
+    ] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Move at most this many.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would move.")] = False,
+    native: Annotated[
+        bool, typer.Option("--native", help="Start SQS's StartMessageMoveTask instead (all).")
+    ] = False,
+    rate: Annotated[
+        float | None, typer.Option(min=0.1, help="With --native: messages per second.")
+    ] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Move dead-lettered messages back now, regardless of their backoff.
+
+    Messages go to their source queue (from sqsbatch's metadata, else the DLQ's only source),
+    or to --to. Each is sent before it is deleted from the DLQ: a crash can duplicate one, never
+    lose it. Asks first, unless --yes or --dry-run.
+    """
+    select = parse_filters(filters or [])
+    if native and (select is not None or limit is not None or dry_run):
+        raise typer.BadParameter("--native moves every message: no --filter, --limit or --dry-run")
+    if rate is not None and not native:
+        raise typer.BadParameter("--rate goes with --native")
+    package = _redrive_package()
+    sqs = sqs_for(ctx)
+    depth = int(queue_attributes(sqs, dlq).get("ApproximateNumberOfMessages", 0))
+    name = queue_name(dlq)
+    where = f"to {queue_name(to)}" if to else "to their source queues"
+    if not (yes or dry_run):
+        which = "matching messages" if select is not None else "messages"
+        count = min(depth, limit) if limit is not None else depth
+        if not ask(f"Move up to {count} {which} of {name} (~{depth} visible) {where}?"):
+            raise CliError("nothing moved (answer y, or pass --yes)")
+    if native:
+        handle = package.start_native_move(dlq, to=to, rate=rate, client=sqs.client)
+        if as_json:
+            print_json({"dlq": name, "task_handle": handle})
+        else:
+            out.print(f"started SQS message move task from {name} {where}: {handle}")
+        return
+    report = _move(
+        package,
+        dlq=dlq,
+        client=sqs.client,
+        to=to,
+        select=select,
+        limit=limit,
+        dry_run=dry_run,
+        depth=depth,
+    )
+    _show(name, report, dry_run=dry_run, as_json=as_json)
+
+
+def _move(
+    package: Any,
+    *,
+    dlq: str,
+    client: Any,
+    to: str | None,
+    select: Any,
+    limit: int | None,
+    dry_run: bool,
+    depth: int,
+) -> Any:
+    total = min(depth, limit) if limit is not None else depth
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("checking" if dry_run else "moving", total=total or None)
+
+        def advance(*_: Any, **__: Any) -> None:
+            progress.advance(task)
+
+        return package.move_now(
+            dlq,
+            to=to,
+            select=select,
+            limit=limit,
+            dry_run=dry_run,
+            client=client,
+            on_message=advance,
+        )
+
+
+def _show(name: str, report: Any, *, dry_run: bool, as_json: bool) -> None:
+    rows = [_row(row) for row in getattr(report, "rows", [])]
+    counts = {key: int(getattr(report, key, 0)) for key in ("moved", "skipped", "failed")}
+    if as_json:
+        print_json({"dlq": name, "dry_run": dry_run, **counts, "messages": rows})
+        return
+    verb = "would move" if dry_run else "moved"
+    table = Table(
+        title=f"{name}: {verb} {counts['moved']}, skipped {counts['skipped']}, "
+        f"failed {counts['failed']}",
+        title_justify="left",
+    )
+    for column in ("id", "from", "to", "error", "action"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(
+            row["id"],
+            row["source"] or "-",
+            row["target"] or "-",
+            row["error_type"] or "",
+            row["action"],
+        )
+    out.print(table)
+    if counts["failed"]:
+        raise typer.Exit(1)
+
+
+def _row(row: Any) -> dict[str, Any]:
+    def field(*names: str) -> Any:
+        for candidate in names:
+            if isinstance(row, dict) and candidate in row:
+                return row[candidate]
+            if hasattr(row, candidate):
+                return getattr(row, candidate)
+        return None
+
+    return {
+        "id": str(field("id", "message_id")),
+        "source": field("source", "source_queue"),
+        "target": field("target", "target_queue", "to"),
+        "error_type": field("error_type", "error"),
+        "action": str(field("action") or ""),
+    }

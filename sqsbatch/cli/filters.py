@@ -1,0 +1,88 @@
+"""`redrive --filter EXPR`: which dead-lettered messages to move. Pure: no I/O.
+
+    TEXT              the body contains TEXT (the body as sent, e.g. JSON text)
+    body:TEXT         the same, for a TEXT that starts with one of these prefixes
+    re:REGEX          the body matches REGEX (Python `re.search`)
+    attr:NAME=VALUE   the message attribute NAME equals VALUE
+    attr:NAME         the message has an attribute NAME
+    error:TYPE        the last error's type is TYPE (`TimeoutError` also matches
+                      `asyncio.TimeoutError`)
+    !EXPR             not EXPR
+
+Several `--filter` options must all match.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+import typer
+
+from sqsbatch.envelope import DecodedMessage
+
+__all__ = ["Select", "parse_filter", "parse_filters"]
+
+Select = Callable[[DecodedMessage], bool]
+
+
+def parse_filters(expressions: Sequence[str]) -> Select | None:
+    """One predicate for all `expressions` (None when there are none: everything matches)."""
+    if not expressions:
+        return None
+    predicates = [parse_filter(expression) for expression in expressions]
+    return lambda message: all(predicate(message) for predicate in predicates)
+
+
+def parse_filter(expression: str) -> Select:
+    """The predicate for one expression; `typer.BadParameter` when it cannot be one."""
+    if expression.startswith("!"):
+        inner = parse_filter(expression[1:])
+        return lambda message: not inner(message)
+    kind, sep, rest = expression.partition(":")
+    if not sep or kind not in ("body", "re", "attr", "error"):
+        kind, rest = "body", expression
+    if not rest:
+        raise typer.BadParameter(f"--filter {expression!r} is empty after the prefix")
+    if kind == "re":
+        return _regex(rest)
+    if kind == "attr":
+        return _attribute(rest)
+    if kind == "error":
+        return _error(rest)
+    return lambda message: rest in message.raw_body
+
+
+def _regex(pattern: str) -> Select:
+    try:
+        compiled = re.compile(pattern)
+    except re.error as exc:
+        raise typer.BadParameter(f"--filter re:{pattern!r} is not a valid regex: {exc}") from None
+    return lambda message: compiled.search(message.raw_body) is not None
+
+
+def _attribute(spec: str) -> Select:
+    name, sep, value = spec.partition("=")
+    if not name:
+        raise typer.BadParameter(f"--filter attr:{spec!r}: expected attr:NAME=VALUE or attr:NAME")
+    if not sep:
+        return lambda message: name in message.attributes
+    return lambda message: _text(message.attributes.get(name)) == value
+
+
+def _text(value: object) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+def _error(wanted: str) -> Select:
+    def matches(message: DecodedMessage) -> bool:
+        error = message.envelope.error
+        if error is None:
+            return False
+        return error.type == wanted or error.type.rsplit(".", 1)[-1] == wanted
+
+    return matches
