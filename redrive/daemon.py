@@ -1,0 +1,295 @@
+"""`Redriver`: the shell that drains DLQs back to their sources. It decides nothing itself.
+
+Each pass receives up to 10 messages from one DLQ, asks `decide` for a verdict per message,
+holds back the moves the rate limit does not allow yet, and executes the verdicts in batch
+calls (`plan`): sends and hides first, then deletes for the sends SQS accepted. Nothing is kept
+outside SQS, so any number of replicas may run side by side: a message received by one is
+invisible to the others until it is moved or hidden.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
+
+from redrive.bucket import TokenBucket
+from redrive.decide import DlqMessage, Kind, Verdict, decide, read, route
+from redrive.plan import Outcome, Step, counts, outcomes, plan
+from redrive.policy import BackoffPolicy, JitterSource, jitter_random
+from redrive.report import RedriveStats, event_line
+from sqsbatch.calls import BatchRun
+from sqsbatch.errors import ConfigError, QueueNotFound, SqsBatchError
+from sqsbatch.limits import SQS_LIMITS, SqsLimits
+from sqsbatch.sqs_sync import SyncSqs, default_client
+from sqsbatch.transport import is_transient, queue_name, receive_params
+
+__all__ = ["Redriver", "execute", "only_source"]
+
+log = logging.getLogger("redrive")
+
+SOURCES_TTL_SECONDS = 300.0
+"""How long the answer of `ListDeadLetterSourceQueues` is trusted."""
+
+
+class Redriver:
+    """Moves dead-lettered messages back to their sources with per-message backoff.
+
+    `dlqs` are queue names or URLs. `to` is where messages go when nothing else says (see
+    `redrive.decide`). `rate` caps messages per second sent back to sources, per process.
+    `random` gives the jitter's random source per (message id, redrive count); the default
+    seeds it from those two, so every replica computes the same due time.
+    """
+
+    def __init__(
+        self,
+        dlqs: str | Sequence[str],
+        *,
+        policy: BackoffPolicy | None = None,
+        to: str | None = None,
+        parking_queue: str | None = None,
+        rate: float | None = None,
+        client: Any = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        random: JitterSource | None = None,
+        visibility_timeout: int = 30,
+        limits: SqsLimits = SQS_LIMITS,
+    ) -> None:
+        self.dlqs = [dlqs] if isinstance(dlqs, str) else list(dlqs)
+        _check_queues(self.dlqs, to, parking_queue)
+        if isinstance(visibility_timeout, bool) or not 1 <= visibility_timeout <= 43_200:
+            raise ConfigError(f"visibility_timeout={visibility_timeout!r} (accepted: 1..43200)")
+        self.policy = policy if policy is not None else BackoffPolicy()
+        self.to = to
+        self.parking_queue = parking_queue
+        self.stats = RedriveStats()
+        self._bucket = TokenBucket(rate, now=clock()) if rate is not None else None
+        self._sqs = SyncSqs(client if client is not None else default_client())
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._jitter = random if random is not None else jitter_random
+        self._visibility = visibility_timeout
+        self._limits = limits
+        self._stopping = threading.Event()
+        self._urls: dict[str, str] = {}
+        self._sources: dict[str, tuple[str | None, float]] = {}
+
+    @property
+    def requests(self) -> int:
+        """SQS API requests made so far."""
+        return sum(self._sqs.requests.values())
+
+    @property
+    def requests_by_operation(self) -> dict[str, int]:
+        return dict(self._sqs.requests)
+
+    def stop(self) -> None:
+        """Finish the current pass (its sends and deletes), then `run()` returns."""
+        self._stopping.set()
+
+    def run(self) -> None:
+        """Redrive until `stop()` or SIGTERM/SIGINT; long-polls each DLQ in turn."""
+        self._start()
+        poll = max(1, self._limits.max_wait_seconds // len(self.dlqs))
+        errors = 0
+        with self._signals():
+            while not self._stopping.is_set():
+                for dlq in self.dlqs:
+                    if self._stopping.is_set():
+                        break
+                    self._wait_for_tokens()
+                    try:
+                        self._pass(dlq, poll)
+                        errors = 0
+                    except SqsBatchError as exc:
+                        if not is_transient(exc):
+                            raise
+                        errors += 1
+                        log.warning(
+                            "%s", event_line({"action": "error", "dlq": dlq, "error": str(exc)})
+                        )
+                        self._stopping.wait(min(20.0, 0.5 * 2**errors))
+        log.info("%s", event_line({"action": "stopped", **self.stats.as_dict()}))
+
+    def run_once(self, *, wait_seconds: int = 1) -> RedriveStats:
+        """Move what is due now, hide what is not, then return this run's counters.
+
+        Each DLQ is received from until a receive (long poll of `wait_seconds`) returns nothing
+        new. Messages the run could not settle stay hidden for `visibility_timeout`.
+        """
+        self._start()
+        this_run = RedriveStats()
+        for dlq in self.dlqs:
+            seen: set[str] = set()
+            while not self._stopping.is_set():
+                handled, ids = self._pass(dlq, wait_seconds)
+                this_run.add(handled)
+                if not ids or ids <= seen:
+                    break
+                seen |= ids
+        return this_run
+
+    # -- one pass --------------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        """Resolve every queue once: an unknown DLQ, `to` or parking queue fails here."""
+        self._stopping.clear()
+        for queue in (*self.dlqs, self.to, self.parking_queue):
+            if queue is not None:
+                self._urls[queue] = self._sqs.queue_url(queue)
+
+    def _pass(self, dlq: str, wait_seconds: int) -> tuple[dict[str, int], set[str]]:
+        """Receive one batch from `dlq` and settle it; (counter increments, message ids)."""
+        url = self._urls[dlq]
+        params = receive_params(
+            url,
+            max_messages=self._limits.max_entries,
+            wait_seconds=wait_seconds,
+            visibility_timeout=self._visibility,
+        )
+        received_at = self._clock()
+        raw = self._sqs.call("receive_message", params, queue=queue_name(dlq)).get("Messages", [])
+        if not raw:
+            return {}, set()
+        messages = [read(item) for item in raw]
+        steps = self._steps(url, messages, received_at)
+        handled = self._execute(dlq, url, steps)
+        self.stats.add(handled)
+        return handled, {m.message_id for m in messages}
+
+    def _steps(self, dlq_url: str, messages: list[DlqMessage], received_at: float) -> list[Step]:
+        only = None
+        if any(m.known_source is None for m in messages):
+            only = self._only_source(dlq_url)
+        now, held_for = self._wall_clock(), self._clock() - received_at
+        steps = []
+        for message in messages:
+            verdict = decide(
+                message,
+                self.policy,
+                target=route(message, only_source=only, fallback=self.to),
+                parking_queue=self.parking_queue,
+                now=now,
+                random=self._jitter(message.message.id, message.redrives),
+                held_for=held_for,
+                limits=self._limits,
+            )
+            steps.append(self._resolved(message, verdict))
+        return self._throttled(steps)
+
+    def _resolved(self, message: DlqMessage, verdict: Verdict) -> Step:
+        """The step with its target's URL; a target that does not exist makes it unroutable."""
+        if verdict.target is None:
+            return Step(message, verdict)
+        try:
+            url = self._urls.get(verdict.target) or self._sqs.queue_url(verdict.target)
+        except QueueNotFound:
+            hold = Verdict(Kind.UNROUTABLE, hide_seconds=self.policy.hold_seconds)
+            return Step(message, hold, note=f"queue {verdict.target} does not exist")
+        return Step(message, verdict, target_url=url)
+
+    def _throttled(self, steps: list[Step]) -> list[Step]:
+        """Moves beyond the rate limit are hidden until the bucket will have a token for them."""
+        if self._bucket is None:
+            return steps
+        moves = [i for i, step in enumerate(steps) if step.verdict.kind is Kind.MOVE]
+        now = self._clock()
+        granted = self._bucket.take(len(moves), now)
+        for rank, index in enumerate(moves[granted:], start=1):
+            wait = max(1, math.ceil(self._bucket.wait_seconds(rank, now)))
+            hidden = replace(steps[index].verdict, kind=Kind.HIDE, hide_seconds=wait)
+            steps[index] = replace(steps[index], verdict=hidden, action="throttled")
+        return steps
+
+    def _execute(self, dlq: str, dlq_url: str, steps: list[Step]) -> dict[str, int]:
+        found = execute(self._sqs, steps, dlq_url=dlq_url, limits=self._limits)
+        for outcome in found:
+            _log(dlq, outcome, self._wall_clock())
+        return counts(found)
+
+    def _only_source(self, dlq_url: str) -> str | None:
+        """The DLQ's only source queue (URL), cached for `SOURCES_TTL_SECONDS`."""
+        cached = self._sources.get(dlq_url)
+        if cached is not None and self._clock() - cached[1] < SOURCES_TTL_SECONDS:
+            return cached[0]
+        only = only_source(self._sqs, dlq_url)
+        self._sources[dlq_url] = (only, self._clock())
+        return only
+
+    def _wait_for_tokens(self) -> None:
+        if self._bucket is not None:
+            self._stopping.wait(self._bucket.wait_seconds(1, self._clock()))
+
+    @contextmanager
+    def _signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+        def graceful(signum: int, frame: object) -> None:
+            log.info(
+                "%s", event_line({"action": "stopping", "signal": signal.Signals(signum).name})
+            )
+            self.stop()
+
+        for sig in previous:
+            signal.signal(sig, graceful)
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+def execute(
+    sqs: SyncSqs, steps: list[Step], *, dlq_url: str, limits: SqsLimits = SQS_LIMITS
+) -> list[Outcome]:
+    """Run the steps' calls: sends and hides, then deletes for the sends SQS accepted."""
+    settlement, refused = plan(steps, dlq_url=dlq_url, limits=limits)
+    first = sqs.execute(BatchRun(settlement.first, limits=limits))
+    sent = {result.key for result in first.ok() if result.key.startswith("s")}
+    second = sqs.execute(BatchRun(settlement.second(sent), limits=limits))
+    return outcomes(steps, refused, first, second)
+
+
+def only_source(sqs: SyncSqs, dlq_url: str) -> str | None:
+    """The URL of the DLQ's only source queue (`ListDeadLetterSourceQueues`), else None."""
+    answer = sqs.call("list_dead_letter_source_queues", {"QueueUrl": dlq_url})
+    urls = answer.get("queueUrls", [])
+    return str(urls[0]) if len(urls) == 1 and not answer.get("NextToken") else None
+
+
+def _check_queues(dlqs: list[str], to: str | None, parking_queue: str | None) -> None:
+    if not dlqs or not all(isinstance(q, str) and q for q in dlqs):
+        raise ConfigError(f"dlqs={dlqs!r} is invalid: give at least one DLQ name or URL")
+    names = {queue_name(q) for q in dlqs}
+    for setting, queue in (("to", to), ("parking_queue", parking_queue)):
+        if queue is not None and queue_name(queue) in names:
+            raise ConfigError(f"{setting}={queue!r} is invalid: it is one of the DLQs drained")
+
+
+def _log(dlq: str, outcome: Outcome, wall_now: float) -> None:
+    step = outcome.step
+    row = outcome.row(source=step.message.known_source)
+    fields = {
+        "action": row.action,
+        "dlq": queue_name(dlq),
+        "id": row.id,
+        "target": row.target,
+        "redrives": step.message.redrives,
+        "hide_seconds": step.verdict.hide_seconds or None,
+        "due_in": round(step.verdict.due_at - wall_now, 3) if step.verdict.due_at else None,
+        "error_type": row.error_type,
+        "error": row.error,
+    }
+    quiet = row.action in ("moved", "parked", "delayed", "throttled") and not row.error
+    level = logging.INFO if quiet else logging.WARNING
+    log.log(level, "%s", event_line(fields), extra={"redrive": fields})

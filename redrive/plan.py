@@ -1,0 +1,157 @@
+"""Verdicts into batch calls, and batch results into per-message outcomes. No I/O.
+
+Phase one sends the copies (moves and parks) and hides what stays; phase two deletes from the
+DLQ exactly the messages whose copy SQS accepted. A crash between the phases leaves the message
+in both queues (a duplicate), never in neither.
+
+A moved copy keeps body, user attributes, content type, FIFO group, id and timestamp; its
+envelope gets `redrives + 1`, a fresh retry budget (`base_attempts = 0`), the queue it now
+lives in as `source_queue`, and no error (a later dead-lettering records its own). A parked
+copy keeps the envelope as it was, so the error and the source stay readable there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from redrive.decide import DlqMessage, Kind, Verdict
+from redrive.report import MoveRow
+from sqsbatch.calls import BatchRun, Entry, EntryResult
+from sqsbatch.envelope import Envelope, carry
+from sqsbatch.errors import MessageError
+from sqsbatch.limits import SQS_LIMITS, SqsLimits
+from sqsbatch.outbox import Settlement, copy_of, send_entry
+from sqsbatch.transport import is_fifo, queue_name
+
+__all__ = ["Outcome", "Step", "counts", "moved_envelope", "outcomes", "parked_envelope", "plan"]
+
+_SENDS = frozenset({Kind.MOVE, Kind.PARK})
+
+
+@dataclass(frozen=True)
+class Step:
+    """One received message, its verdict, and the URL its copy goes to (for MOVE and PARK)."""
+
+    message: DlqMessage
+    verdict: Verdict
+    target_url: str | None = None
+    action: str = ""
+    """The reported action; defaults to the verdict's kind (`throttled` for a rate-limit hide)."""
+    note: str | None = None
+    """Why, when the verdict alone does not say (an unroutable message's missing source)."""
+
+    @property
+    def label(self) -> str:
+        return self.action or self.verdict.kind.value
+
+
+@dataclass(frozen=True)
+class Outcome:
+    step: Step
+    ok: bool
+    """The step's first call (send or hide) was accepted."""
+    error: str | None = None
+    delete_failed: bool = False
+
+    def row(self, source: str | None) -> MoveRow:
+        error = self.step.message.message.envelope.error
+        return MoveRow(
+            id=self.step.message.message.id,
+            source=source,
+            target=queue_name(self.step.target_url) if self.step.target_url else None,
+            error_type=error.type if error else None,
+            action=self.step.label if self.ok else "failed",
+            error=self.error or self.step.note,
+        )
+
+
+def moved_envelope(message: DlqMessage, target: str) -> Envelope:
+    """The envelope of the copy sent back to `target`: one more redrive, a fresh budget."""
+    return replace(
+        carry(message.message),
+        base_attempts=0,
+        redrives=message.redrives + 1,
+        source_queue=queue_name(target),
+        error=None,
+        due_at=None,
+    )
+
+
+def parked_envelope(message: DlqMessage) -> Envelope:
+    """The envelope of the copy sent to the parking queue: as it was, id and timestamp kept."""
+    return replace(carry(message.message), base_attempts=0, due_at=None)
+
+
+def plan(
+    steps: Sequence[Step], *, dlq_url: str, limits: SqsLimits = SQS_LIMITS
+) -> tuple[Settlement, dict[int, str]]:
+    """The calls for `steps`, and the steps refused before any call (index: why)."""
+    settlement = Settlement([], [], {})
+    refused: dict[int, str] = {}
+    for i, step in enumerate(steps):
+        receipt = step.message.receipt_handle
+        if step.verdict.kind not in _SENDS:
+            params = {"ReceiptHandle": receipt, "VisibilityTimeout": step.verdict.hide_seconds}
+            settlement.first.append(
+                Entry(f"h{i}", "change_message_visibility_batch", dlq_url, params)
+            )
+            continue
+        assert step.target_url is not None
+        try:
+            entry = _send(f"s{i}", step, limits)
+        except MessageError as exc:
+            refused[i] = str(exc)
+            continue
+        settlement.first.append(entry)
+        delete = Entry(f"d{i}", "delete_message_batch", dlq_url, {"ReceiptHandle": receipt})
+        settlement.delete_after_send[entry.key] = delete
+    return settlement, refused
+
+
+def _send(key: str, step: Step, limits: SqsLimits) -> Entry:
+    assert step.target_url is not None
+    fifo = is_fifo(step.target_url)
+    if step.verdict.kind is Kind.MOVE:
+        envelope = moved_envelope(step.message, step.target_url)
+    else:
+        envelope = parked_envelope(step.message)
+    copy = copy_of(step.message.message, envelope, fifo=fifo)
+    return send_entry(key, step.target_url, copy, fifo=fifo, limits=limits)
+
+
+def outcomes(
+    steps: Sequence[Step], refused: Mapping[int, str], first: BatchRun, second: BatchRun
+) -> list[Outcome]:
+    """What happened to each step, from SQS's per-entry answers."""
+    results: dict[str, EntryResult] = {**first.results, **second.results}
+    found = []
+    for i, step in enumerate(steps):
+        if i in refused:
+            found.append(Outcome(step, False, refused[i]))
+            continue
+        key = f"s{i}" if step.verdict.kind in _SENDS else f"h{i}"
+        result = results.get(key)
+        if result is None or not result.ok:
+            why = f"{result.code}: {result.message or ''}".strip() if result else "not sent"
+            found.append(Outcome(step, False, why))
+            continue
+        delete = results.get(f"d{i}")
+        if delete is not None and not delete.ok:
+            why = f"delete failed ({delete.code}): a duplicate will follow"
+            found.append(Outcome(step, True, why, delete_failed=True))
+        else:
+            found.append(Outcome(step, True))
+    return found
+
+
+def counts(found: Sequence[Outcome]) -> dict[str, int]:
+    """Counter increments for `RedriveStats`: one per message, plus `failed` for refusals."""
+    tally: dict[str, int] = {}
+    for outcome in found:
+        kind = outcome.step.verdict.kind
+        if outcome.ok or kind in (Kind.EXHAUSTED, Kind.UNROUTABLE):
+            tally[kind.value] = tally.get(kind.value, 0) + 1
+        if not outcome.ok or outcome.delete_failed:
+            tally["failed"] = tally.get("failed", 0) + 1
+    return tally

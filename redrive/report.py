@@ -1,0 +1,95 @@
+"""What the daemon and the manual move report: counters, per-message rows, log lines."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+__all__ = ["MoveReport", "MoveRow", "RedriveStats", "event_line"]
+
+
+@dataclass
+class RedriveStats:
+    """The daemon's counters; safe to read from any thread.
+
+    `moved`/`parked` count messages SQS accepted at their destination; `delayed` those hidden in
+    the DLQ until they are due (or until the rate limit allows them); `exhausted` and
+    `unroutable` count reports of messages that stay in the DLQ (a message is reported again
+    every `hold_seconds` while it stays); `failed` counts messages for which SQS refused a call
+    (a refused send leaves the message in the DLQ for a later pass; a refused delete after an
+    accepted send leaves a duplicate, never a loss).
+    """
+
+    moved: int = 0
+    delayed: int = 0
+    exhausted: int = 0
+    parked: int = 0
+    unroutable: int = 0
+    failed: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, counts: Mapping[str, int]) -> None:
+        with self._lock:
+            for name, value in counts.items():
+                setattr(self, name, getattr(self, name) + value)
+
+    def as_dict(self) -> dict[str, int]:
+        with self._lock:
+            return {f.name: getattr(self, f.name) for f in fields(self) if f.name[0] != "_"}
+
+
+@dataclass(frozen=True)
+class MoveRow:
+    """One message of a move: what it was, where it went (or would go) and what happened.
+
+    `action` is one of `moved`, `would-move` (dry run), `skipped` (not selected, or past the
+    limit), `unroutable`, `failed`; for the daemon also `delayed`, `throttled`, `exhausted`,
+    `parked`. `error_type` is the failure recorded when the message was dead-lettered;
+    `error` says why this move failed, when it did.
+    """
+
+    id: str
+    source: str | None
+    target: str | None
+    error_type: str | None
+    action: str
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class MoveReport:
+    """The outcome of `move_now`: counts and one row per message looked at."""
+
+    moved: int = 0
+    skipped: int = 0
+    failed: int = 0
+    dry_run: bool = False
+    rows: list[MoveRow] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "moved": self.moved,
+            "skipped": self.skipped,
+            "failed": self.failed,
+            "dry_run": self.dry_run,
+            "rows": [row.as_dict() for row in self.rows],
+        }
+
+
+def event_line(fields_: Mapping[str, Any]) -> str:
+    """One structured log line, `key=value` pairs; values with spaces or quotes are quoted."""
+    parts = []
+    for key, value in fields_.items():
+        if value is None:
+            continue
+        text = value if isinstance(value, str) else json.dumps(value)
+        if not text or any(c in text for c in ' "=\\'):
+            text = json.dumps(text)
+        parts.append(f"{key}={text}")
+    return " ".join(parts)
