@@ -5,6 +5,8 @@ Batches of up to 100 messages by size or timeout, per-message `ack()`/`retry()`,
 send and on retry; the same handler in a long-running poller and in AWS Lambda.
 """
 
+from sqsbatch.async_consumer import AsyncBatchHandler, AsyncConsumer
+from sqsbatch.async_producer import AsyncProducer
 from sqsbatch.backoff import exponential_backoff
 from sqsbatch.config import ConsumerConfig, ProducerConfig
 from sqsbatch.consumer import BatchHandler, Consumer
@@ -20,6 +22,7 @@ from sqsbatch.errors import (
     SqsBatchError,
     SqsError,
 )
+from sqsbatch.lambda_adapter import LambdaContext, lambda_handler
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import Message, MessageBatch
 from sqsbatch.producer import MessageSendRequest, Producer
@@ -27,6 +30,9 @@ from sqsbatch.queues import create_queue
 
 __all__ = [
     "SQS_LIMITS",
+    "AsyncBatchHandler",
+    "AsyncConsumer",
+    "AsyncProducer",
     "BatchHandler",
     "ConfigError",
     "Consumer",
@@ -35,6 +41,7 @@ __all__ = [
     "CredentialsError",
     "EventError",
     "FifoError",
+    "LambdaContext",
     "Message",
     "MessageBatch",
     "MessageError",
@@ -48,5 +55,6 @@ __all__ = [
     "SqsLimits",
     "create_queue",
     "exponential_backoff",
+    "lambda_handler",
 ]
 __version__ = "0.1.0"

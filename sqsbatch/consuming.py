@@ -6,26 +6,43 @@ they receive, hide, settle and count is decided here.
 
 from __future__ import annotations
 
+import inspect
+import logging
+import random
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from sqsbatch.backoff import exponential_backoff
+from sqsbatch.batching import BatchWindow
 from sqsbatch.calls import BatchRun, Entry
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.envelope import decode
+from sqsbatch.errors import ConfigError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import MessageBatch, _Delivery
 from sqsbatch.outbox import Settlement, is_premature, postponement, settlement
 from sqsbatch.settlement import ActionKind, Outcome, settle, visibility_allowed
+from sqsbatch.transport import queue_name
 
 __all__ = [
+    "Assembly",
     "ConsumerStats",
+    "HandlerEnd",
     "Received",
+    "Watch",
+    "check_dead_letter_queue",
+    "connections_for",
     "failure_of",
+    "handler_end",
     "heartbeat_entries",
+    "is_async_handler",
     "next_heartbeat",
     "plan_settlement",
+    "receive_backoff",
+    "refusals",
+    "sent_keys",
     "split_received",
 ]
 
@@ -89,6 +106,63 @@ def split_received(
     return Received(deliveries, postpone)
 
 
+def check_dead_letter_queue(queue: str, config: ConsumerConfig) -> None:
+    """A queue cannot be its own dead-letter queue."""
+    dlq = config.dead_letter_queue
+    if dlq is not None and queue_name(dlq) == queue_name(queue):
+        raise ConfigError(f"dead_letter_queue={dlq!r} is the queue itself")
+
+
+def connections_for(config: ConsumerConfig) -> int:
+    """HTTP connections a poller needs: a long poll, and a heartbeat and settlement per batch."""
+    return config.max_concurrency * 2 + 2
+
+
+def is_async_handler(handler: object) -> bool:
+    """Whether calling `handler` gives an awaitable: an `async def` function or `__call__`."""
+    call = getattr(handler, "__call__", None)  # noqa: B004 - an async __call__ counts too
+    return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(call)
+
+
+def receive_backoff(errors: int, rng: random.Random) -> float:
+    """How long a poller waits after its `errors`-th failed receive (throttling, network)."""
+    return exponential_backoff(min(errors, 6), 0.5, max_seconds=20, random=rng)
+
+
+@dataclass
+class Assembly:
+    """The receives that fill one batch: how many to ask for, how long to wait, when to stop.
+
+    `busy`: other batches are in flight, so an empty receive ends assembly (the poller goes back
+    to watching them) instead of waiting on. `idle_seconds` (run until idle) caps the wait of an
+    empty window by what is left before the poller counts as idle.
+    """
+
+    window: BatchWindow[_Delivery]
+    idle_seconds: float | None
+    busy: bool
+
+    def next_receive(
+        self, now: float, idle_for: float, *, stopping: bool
+    ) -> tuple[int, int] | None:
+        """(MaxNumberOfMessages, WaitTimeSeconds) of the next receive; None: the batch goes now."""
+        if self.window.is_due(now):
+            return None
+        if stopping and not self.window.is_open:
+            return None  # stopped: receive nothing new (a partial batch is still delivered)
+        cap = None
+        if self.idle_seconds is not None:
+            cap = self.idle_seconds - idle_for
+            if not self.window.is_open and cap <= 0:
+                return None
+        return self.window.want(), self.window.wait_seconds(now, cap=cap)
+
+    def add(self, received: list[_Delivery], *, asked: int, now: float, stopping: bool) -> bool:
+        """Record one receive; False when assembly ends before the batch is due."""
+        self.window.add(received, asked=asked, now=now)
+        return not (stopping or (self.busy and not self.window.is_open))
+
+
 def receive_visibility(config: ConsumerConfig, window_left: float) -> int:
     """Hidden through what is left of the batch window, then `visibility_timeout`."""
     return min(43_200, config.visibility_timeout + int(window_left + 0.999))
@@ -132,6 +206,48 @@ def extended(deliveries: Sequence[_Delivery], run: BatchRun, now: float) -> int:
         index, seconds = result.key.split(":")
         deliveries[int(index)].hidden_until = now + int(seconds)
     return sum(1 for result in run.failed() if result.gone)
+
+
+@dataclass(frozen=True)
+class Watch:
+    """A running handler's supervisor: when it next wakes (heartbeat) and when it gives up."""
+
+    deadline: float
+    visibility_timeout: int
+
+    @classmethod
+    def start(cls, now: float, config: ConsumerConfig) -> Watch:
+        return cls(now + config.handler_timeout, config.visibility_timeout)
+
+    def timed_out(self, now: float) -> bool:
+        return now >= self.deadline
+
+    def wake_at(self, deliveries: Iterable[_Delivery]) -> float:
+        """The next heartbeat, or the deadline when it comes first."""
+        return min(self.deadline, next_heartbeat(deliveries, self.visibility_timeout))
+
+
+@dataclass(frozen=True)
+class HandlerEnd:
+    """How a handler call ended, what to count and what to log."""
+
+    outcome: Outcome
+    error: BaseException | None
+    counts: dict[str, int]
+    log: tuple[int, str] | None
+
+
+def handler_end(
+    queue: str, config: ConsumerConfig, *, timed_out: bool, error: BaseException | None
+) -> HandlerEnd:
+    """Past the deadline the batch failed, whatever the handler does later; else raise or return."""
+    if timed_out:
+        note = f"handler for {queue} ran past {config.handler_timeout} s"
+        return HandlerEnd(Outcome.TIMED_OUT, None, {"handler_timeouts": 1}, (logging.ERROR, note))
+    if error is not None:
+        note = f"handler for {queue} raised {error!r}"
+        return HandlerEnd(Outcome.RAISED, error, {"handler_errors": 1}, (logging.WARNING, note))
+    return HandlerEnd(Outcome.RETURNED, None, {}, None)
 
 
 def failure_of(
@@ -200,6 +316,20 @@ _COUNTER = {
     ActionKind.DEAD_LETTER: "dead_lettered",
     ActionKind.DROP: "dropped",
 }
+
+
+def sent_keys(first: BatchRun) -> set[str]:
+    """The send entries (`s<index>`) SQS accepted: their messages may now be deleted."""
+    return {result.key for result in first.ok() if result.key.startswith("s")}
+
+
+def refusals(*runs: BatchRun) -> list[tuple[int, str]]:
+    """(log level, text) per entry SQS refused; an expired receipt is no error of ours."""
+    return [
+        (logging.INFO if result.gone else logging.ERROR, f"{result.code} {result.message or ''}")
+        for run in runs
+        for result in run.failed()
+    ]
 
 
 def tally(plan: Plan, first: BatchRun, second: BatchRun) -> dict[str, int]:

@@ -21,7 +21,16 @@ from sqsbatch.outbox import Outbound, hop_delay, send_entry
 from sqsbatch.sqs_sync import SyncSqs, default_client
 from sqsbatch.transport import is_fifo, queue_name
 
-__all__ = ["MAX_SEND_BATCH", "MessageSendRequest", "Producer", "SendPlan", "as_request"]
+__all__ = [
+    "MAX_SEND_BATCH",
+    "MessageSendRequest",
+    "Producer",
+    "SendPlan",
+    "as_request",
+    "content_dedup_query",
+    "has_content_dedup",
+    "producer_delay",
+]
 
 MAX_SEND_BATCH = 100
 
@@ -126,6 +135,25 @@ def _first_given(*delays: int | None) -> int | None:
     return next((delay for delay in delays if delay is not None), None)
 
 
+def producer_delay(queue: str, delivery_delay: int | None) -> int | None:
+    """A producer's `delivery_delay`: given, else from the settings; FIFO queues refuse one."""
+    if delivery_delay is None:
+        delivery_delay = ProducerConfig.load(queue).delivery_delay
+    checked = check_delay("delivery_delay", delivery_delay)
+    if checked and is_fifo(queue):
+        raise FifoError("delivery_delay on a FIFO queue: SQS forbids per-message delays there")
+    return checked
+
+
+def content_dedup_query(url: str) -> dict[str, Any]:
+    """`GetQueueAttributes` parameters that tell whether a FIFO queue dedups by content."""
+    return {"QueueUrl": url, "AttributeNames": ["ContentBasedDeduplication"]}
+
+
+def has_content_dedup(attributes: Mapping[str, str]) -> bool:
+    return attributes.get("ContentBasedDeduplication") == "true"
+
+
 class Producer:
     """Sends to one queue (name or URL). Thread-safe; reuse one per queue."""
 
@@ -138,11 +166,7 @@ class Producer:
         limits: SqsLimits = SQS_LIMITS,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if delivery_delay is None:
-            delivery_delay = ProducerConfig.load(queue).delivery_delay
-        self.delivery_delay = check_delay("delivery_delay", delivery_delay)
-        if self.delivery_delay and is_fifo(queue):
-            raise FifoError("delivery_delay on a FIFO queue: SQS forbids per-message delays there")
+        self.delivery_delay = producer_delay(queue, delivery_delay)
         self.queue = queue
         self._sqs = SyncSqs(client if client is not None else default_client())
         self._limits = limits
@@ -193,7 +217,6 @@ class Producer:
         if not plan.needs_content_dedup:
             return False
         if self._content_dedup is None:
-            params = {"QueueUrl": url, "AttributeNames": ["ContentBasedDeduplication"]}
-            attributes = self._sqs.call("get_queue_attributes", params)["Attributes"]
-            self._content_dedup = attributes.get("ContentBasedDeduplication") == "true"
+            attributes = self._sqs.call("get_queue_attributes", content_dedup_query(url))
+            self._content_dedup = has_content_dedup(attributes["Attributes"])
         return self._content_dedup

@@ -1,0 +1,386 @@
+"""`AsyncConsumer`: the long-running aioboto3 poller (ECS, asyncio services).
+
+The twin of `consumer.Consumer`, method for method (a test compares them): it receives, waits
+and calls SQS through `AsyncSqs`; every decision comes from `batching`, `settlement`,
+`consuming` and `outbox`, the same functions the sync poller calls. The loop assembles batches
+while up to `max_concurrency` tasks run handlers; each task supervises its handler (heartbeat,
+`handler_timeout` by cancelling it) and settles its batch in batch calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import signal
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager, suppress
+from typing import Any, Protocol
+
+from sqsbatch.batching import BatchWindow
+from sqsbatch.calls import BatchRun
+from sqsbatch.config import ConsumerConfig
+from sqsbatch.consuming import (
+    Assembly,
+    ConsumerStats,
+    Plan,
+    Watch,
+    check_dead_letter_queue,
+    connections_for,
+    extended,
+    handler_end,
+    heartbeat_entries,
+    is_async_handler,
+    plan_settlement,
+    receive_backoff,
+    receive_visibility,
+    refusals,
+    sent_keys,
+    split_received,
+    tally,
+)
+from sqsbatch.errors import ConfigError, SqsBatchError
+from sqsbatch.limits import SQS_LIMITS, SqsLimits
+from sqsbatch.message import MessageBatch, _Delivery
+from sqsbatch.outbox import Settlement
+from sqsbatch.queues import policy_warnings
+from sqsbatch.settlement import Outcome
+from sqsbatch.sqs_async import AsyncSqs, default_client
+from sqsbatch.transport import is_fifo, queue_name, receive_params
+
+__all__ = ["AsyncBatchHandler", "AsyncConsumer", "cancel_handler", "handler_failure"]
+
+log = logging.getLogger("sqsbatch")
+
+CANCEL_GRACE_SECONDS = 1.0
+"""How long a timed-out handler gets to unwind after its cancellation before settlement goes on."""
+
+
+class AsyncBatchHandler(Protocol):
+    def __call__(self, batch: MessageBatch, /) -> Awaitable[object]: ...
+
+
+class AsyncConsumer:
+    """Polls one queue and hands batches to an `async def` handler, with Cloudflare's semantics.
+
+    `client` is an aiobotocore SQS client already entered (`async with session.client(...)`);
+    without one, `run()` opens and closes its own.
+    """
+
+    def __init__(
+        self,
+        queue: str,
+        handler: AsyncBatchHandler,
+        config: ConsumerConfig | None = None,
+        *,
+        client: Any = None,
+        limits: SqsLimits = SQS_LIMITS,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        if not is_async_handler(handler):
+            raise ConfigError(f"{handler!r} is not `async def`: use Consumer for sync handlers")
+        self.config = config if config is not None else ConsumerConfig.load(queue)
+        check_dead_letter_queue(queue, self.config)
+        self.queue = queue
+        self.handler = handler
+        self.stats = ConsumerStats()
+        self._limits = limits
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._fifo = is_fifo(queue)
+        self._stopping = asyncio.Event()
+        self._loop_running: asyncio.AbstractEventLoop | None = None
+        self._random = random.Random()
+        self._own_client = client is None
+        self._sqs = AsyncSqs(client)
+        self._url = ""
+        self._dlq_url: str | None = None
+        self._last_activity = 0.0
+        self._abandoned: set[asyncio.Task[object]] = set()
+
+    @property
+    def requests(self) -> int:
+        """SQS requests made so far (the bill)."""
+        return sum(self._sqs.requests.values())
+
+    @property
+    def requests_by_operation(self) -> dict[str, int]:
+        """SQS requests made so far, per boto3 operation name."""
+        return dict(self._sqs.requests)
+
+    def stop(self) -> None:
+        """Stop receiving; in-flight batches finish and settle, then `run()` returns.
+
+        Safe to call from another thread, or from a handler.
+        """
+        loop = self._loop_running
+        if loop is None or _in_loop(loop):
+            self._stopping.set()
+        else:
+            loop.call_soon_threadsafe(self._stopping.set)
+
+    async def run(self) -> None:
+        """Poll until `stop()` or SIGTERM/SIGINT, then shut down gracefully."""
+        with self._signals():
+            await self._loop(idle_seconds=None)
+
+    async def run_until_idle(self, idle_seconds: float = 1.0) -> None:
+        """Poll until nothing arrived for `idle_seconds` and nothing is in flight."""
+        if idle_seconds <= 0:
+            raise ConfigError(f"idle_seconds={idle_seconds!r} is invalid: must be > 0")
+        await self._loop(idle_seconds=idle_seconds)
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    async def _start(self) -> None:
+        self._stopping = asyncio.Event()  # bound to this run's event loop
+        self._loop_running = asyncio.get_running_loop()
+        self._url = await self._sqs.queue_url(self.queue)
+        dlq = self.config.dead_letter_queue
+        self._dlq_url = await self._sqs.queue_url(dlq) if dlq is not None else None
+        params = {"QueueUrl": self._url, "AttributeNames": ["RedrivePolicy"]}
+        attributes = (await self._sqs.call("get_queue_attributes", params)).get("Attributes", {})
+        for warning in policy_warnings(self.queue, attributes, self.config):
+            log.warning("%s", warning)
+        self._last_activity = self._clock()
+
+    async def _loop(self, idle_seconds: float | None) -> None:
+        async with self._client():
+            await self._start()
+            in_flight: set[asyncio.Task[None]] = set()
+            try:
+                while not self._stopping.is_set():
+                    if len(in_flight) >= self.config.max_concurrency:
+                        await _first_done(in_flight, self._stopping)
+                        continue
+                    deliveries = await self._assemble(idle_seconds, busy=bool(in_flight))
+                    if deliveries:
+                        task = asyncio.create_task(self._process(deliveries))
+                        in_flight.add(task)
+                        task.add_done_callback(in_flight.discard)
+                        continue
+                    if idle_seconds is not None and self._idle_for() >= idle_seconds:
+                        if not in_flight:
+                            break
+                        await asyncio.wait(
+                            in_flight, timeout=idle_seconds, return_when=asyncio.FIRST_COMPLETED
+                        )
+            finally:
+                if in_flight:  # graceful: in-flight batches finish and settle
+                    await asyncio.wait(in_flight)
+                self._loop_running = None
+        log.info("consumer of %s stopped: %s", self.queue, self.stats.as_dict())
+
+    @asynccontextmanager
+    async def _client(self) -> AsyncIterator[None]:
+        if not self._own_client:
+            yield
+            return
+        async with default_client(max_pool_connections=connections_for(self.config)) as client:
+            self._sqs.client = client
+            try:
+                yield
+            finally:
+                self._sqs.client = None
+
+    def _idle_for(self) -> float:
+        return self._clock() - self._last_activity
+
+    async def _assemble(self, idle_seconds: float | None, *, busy: bool) -> list[_Delivery]:
+        """Receive until the batch is due (full or window closed), or until stop/idle."""
+        window: BatchWindow[_Delivery] = BatchWindow(
+            self.config.max_batch_size, self.config.max_batch_timeout, self._limits
+        )
+        assembly = Assembly(window, idle_seconds, busy)
+        now = self._clock()
+        stopping = self._stopping.is_set
+        while ask := assembly.next_receive(now, self._idle_for(), stopping=stopping()):
+            asked, wait_seconds = ask
+            received = await self._receive(asked, wait_seconds, window.remaining(now))
+            now = self._clock()
+            if not assembly.add(received, asked=asked, now=now, stopping=stopping()):
+                break
+        return window.take()
+
+    async def _receive(self, asked: int, wait_seconds: int, window_left: float) -> list[_Delivery]:
+        visibility = receive_visibility(self.config, window_left)
+        params = receive_params(
+            self._url, max_messages=asked, wait_seconds=wait_seconds, visibility_timeout=visibility
+        )
+        received_at = self._clock()
+        try:
+            raw = (await self._sqs.call("receive_message", params)).get("Messages", [])
+        except SqsBatchError as exc:
+            self.stats.add({"receive_errors": 1})
+            delay = receive_backoff(self.stats.receive_errors, self._random)
+            log.warning("receive from %s failed (%s); retrying in %s s", self.queue, exc, delay)
+            with suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), delay)
+            return []
+        received = split_received(
+            raw,
+            queue_url=self._url,
+            received_at=received_at,
+            visibility=visibility,
+            wall_now=self._wall_clock(),
+            limits=self._limits,
+        )
+        if received.postpone is not None:
+            await self._postpone(received.postpone)
+        if received.deliveries:
+            self._last_activity = self._clock()
+            self.stats.add({"received": len(received.deliveries)})
+        return received.deliveries
+
+    async def _postpone(self, plan: Settlement) -> None:
+        first = await self._sqs.execute(BatchRun(plan.first, limits=self._limits))
+        sent = sent_keys(first)
+        await self._sqs.execute(BatchRun(plan.second(sent), limits=self._limits))
+        self.stats.add({"postponed": len(sent)})
+
+    # -- one batch, in its own task --------------------------------------------------------------
+
+    async def _process(self, deliveries: list[_Delivery]) -> None:
+        batch = MessageBatch(queue_name(self.queue), deliveries)
+        try:
+            outcome, error = await self._supervise(batch)
+            plan = plan_settlement(
+                batch,
+                outcome,
+                error,
+                self.config,
+                queue_url=self._url,
+                dlq_url=self._dlq_url,
+                now=self._clock(),
+                wall_now=self._wall_clock(),
+                fifo=self._fifo,
+                limits=self._limits,
+            )
+            await self._settle(plan)
+        except Exception:  # a bug of ours: the messages reappear after their visibility
+            log.exception("settling a batch of %s failed", self.queue)
+        finally:
+            self._last_activity = self._clock()
+
+    async def _supervise(self, batch: MessageBatch) -> tuple[Outcome, BaseException | None]:
+        """Run the handler; keep its messages hidden while it runs; cancel it at the timeout."""
+        task: asyncio.Task[object] = asyncio.create_task(_awaited(self.handler(batch)))
+        watch = Watch.start(self._clock(), self.config)
+        deliveries = batch._deliveries
+        timed_out = False
+        while not task.done():
+            now = self._clock()
+            if watch.timed_out(now):
+                timed_out = True
+                await cancel_handler(task, self.queue, self._abandoned)
+                break
+            done, _ = await asyncio.wait({task}, timeout=max(0.0, watch.wake_at(deliveries) - now))
+            if not done:
+                await self._heartbeat(deliveries)
+        error = None if timed_out else handler_failure(task)
+        end = handler_end(self.queue, self.config, timed_out=timed_out, error=error)
+        self.stats.add(end.counts)
+        if end.log is not None:
+            log.log(end.log[0], "%s", end.log[1])
+        return end.outcome, end.error
+
+    async def _heartbeat(self, deliveries: list[_Delivery]) -> None:
+        now = self._clock()
+        entries = heartbeat_entries(
+            deliveries,
+            queue_url=self._url,
+            now=now,
+            visibility_timeout=self.config.visibility_timeout,
+            limits=self._limits,
+        )
+        if entries:
+            run = await self._sqs.execute(BatchRun(entries, limits=self._limits))
+            self.stats.add({"expired_receipts": extended(deliveries, run, now)})
+
+    async def _settle(self, plan: Plan) -> None:
+        first = await self._sqs.execute(BatchRun(plan.settlement.first, limits=self._limits))
+        sent = sent_keys(first)
+        second = await self._sqs.execute(
+            BatchRun(plan.settlement.second(sent), limits=self._limits)
+        )
+        counts = tally(plan, first, second)
+        for level, text in refusals(first, second):
+            log.log(level, "settling on %s: %s", self.queue, text)
+        self.stats.add(counts)
+
+    @contextmanager
+    def _signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        loop = asyncio.get_running_loop()
+        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+        def graceful(signum: signal.Signals) -> None:
+            log.info("%s: stopping after in-flight batches", signum.name)
+            self.stop()
+
+        for sig in previous:
+            loop.add_signal_handler(sig, graceful, sig)
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                loop.remove_signal_handler(sig)
+                signal.signal(sig, handler)
+
+
+async def cancel_handler(
+    task: asyncio.Task[object], queue: str, abandoned: set[asyncio.Task[object]]
+) -> None:
+    """Cancel a timed-out handler; one that ignores cancellation is left to run, unwaited
+    (held in `abandoned` until it ends). Its later `ack()`/`retry()` calls are ignored."""
+    task.cancel()
+    await asyncio.wait({task}, timeout=CANCEL_GRACE_SECONDS)
+    if not task.done():
+        log.error("handler for %s ignores cancellation; settling without it", queue)
+        abandoned.add(task)
+        task.add_done_callback(_forgetting(abandoned))
+    elif not task.cancelled():
+        task.exception()  # retrieved: what it raised while unwinding does not matter now
+
+
+def _forgetting(
+    abandoned: set[asyncio.Task[object]],
+) -> Callable[[asyncio.Task[object]], None]:
+    def done(task: asyncio.Task[object]) -> None:
+        abandoned.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved, so asyncio does not log it as never retrieved
+
+    return done
+
+
+def handler_failure(task: asyncio.Task[object]) -> BaseException | None:
+    """What a finished handler task raised (a cancellation by someone else counts)."""
+    if task.cancelled():  # by someone else than the timeout: the batch did not complete
+        return asyncio.CancelledError("the handler was cancelled")
+    return task.exception()
+
+
+async def _awaited(awaitable: Awaitable[object]) -> object:
+    return await awaitable
+
+
+async def _first_done(in_flight: set[asyncio.Task[None]], stopping: asyncio.Event) -> None:
+    """Wait until a batch in flight finishes (or a stop is asked)."""
+    stop = asyncio.create_task(stopping.wait())
+    try:
+        await asyncio.wait({*in_flight, stop}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop.cancel()
+
+
+def _in_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False

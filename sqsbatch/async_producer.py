@@ -1,0 +1,125 @@
+"""`AsyncProducer`: sending with aioboto3, the twin of `producer.Producer`.
+
+Every check and encoding is `producer.SendPlan`'s, before any call; the delay rules are
+`producer.producer_delay`'s. Only the calls are awaited here (a test compares the two classes).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import AsyncExitStack
+from types import TracebackType
+from typing import Any, Self
+
+from sqsbatch.calls import BatchRun
+from sqsbatch.envelope import ContentType, UserAttribute
+from sqsbatch.limits import SQS_LIMITS, SqsLimits
+from sqsbatch.producer import (
+    MessageSendRequest,
+    SendPlan,
+    content_dedup_query,
+    has_content_dedup,
+    producer_delay,
+)
+from sqsbatch.sqs_async import AsyncSqs, default_client
+
+__all__ = ["AsyncProducer"]
+
+
+class AsyncProducer:
+    """Sends to one queue (name or URL) from asyncio code; reuse one per queue.
+
+    `client` is an aiobotocore SQS client already entered. Without one, the producer opens its
+    own on first use: close it with `await producer.aclose()`, or use `async with`.
+    """
+
+    def __init__(
+        self,
+        queue: str,
+        *,
+        delivery_delay: int | None = None,
+        client: Any = None,
+        limits: SqsLimits = SQS_LIMITS,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.delivery_delay = producer_delay(queue, delivery_delay)
+        self.queue = queue
+        self._sqs = AsyncSqs(client)
+        self._limits = limits
+        self._clock = clock
+        self._content_dedup: bool | None = None
+        self._exit: AsyncExitStack | None = None
+
+    @property
+    def requests(self) -> int:
+        """SQS requests made so far."""
+        return sum(self._sqs.requests.values())
+
+    async def send(
+        self,
+        body: Any,
+        *,
+        delay_seconds: int | None = None,
+        content_type: ContentType | None = None,
+        attributes: Mapping[str, UserAttribute] | None = None,
+        group_id: str | None = None,
+        deduplication_id: str | None = None,
+    ) -> str:
+        """Send one message; returns its id (the `message.id` the consumer will see)."""
+        request = MessageSendRequest(
+            body, delay_seconds, content_type, attributes, group_id, deduplication_id
+        )
+        return (await self.send_batch([request]))[0]
+
+    async def send_batch(
+        self,
+        messages: Iterable[MessageSendRequest | Mapping[str, Any]],
+        *,
+        delay_seconds: int | None = None,
+    ) -> list[str]:
+        """Send up to 100 messages in calls of at most 10 entries and 1 MiB; returns their ids."""
+        plan = SendPlan(
+            self.queue,
+            messages,
+            batch_delay=delay_seconds,
+            default_delay=self.delivery_delay,
+            wall_now=self._clock(),
+            limits=self._limits,
+        )
+        await self._open()
+        url = await self._sqs.queue_url(self.queue)
+        entries = plan.entries(url, content_dedup=await self._has_content_dedup(url, plan))
+        return plan.ids(await self._sqs.execute(BatchRun(entries, limits=self._limits)))
+
+    async def _has_content_dedup(self, url: str, plan: SendPlan) -> bool:
+        if not plan.needs_content_dedup:
+            return False
+        if self._content_dedup is None:
+            attributes = await self._sqs.call("get_queue_attributes", content_dedup_query(url))
+            self._content_dedup = has_content_dedup(attributes["Attributes"])
+        return self._content_dedup
+
+    async def _open(self) -> None:
+        if self._sqs.client is None:
+            self._exit = AsyncExitStack()
+            self._sqs.client = await self._exit.enter_async_context(default_client())
+
+    async def aclose(self) -> None:
+        """Close the client this producer opened (a client passed in stays open)."""
+        if self._exit is not None:
+            exit_stack, self._exit = self._exit, None
+            self._sqs.client = None
+            await exit_stack.aclose()
+
+    async def __aenter__(self) -> Self:
+        await self._open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()

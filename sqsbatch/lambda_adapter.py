@@ -1,0 +1,290 @@
+"""`lambda_handler`: the same handler, sync or `async def`, behind an SQS event source mapping.
+
+A thin shell like the pollers: the event becomes received messages (`lambda_event`), the batch
+is settled by the same decision code (`consuming.plan_settlement`), and only what Lambda cannot
+do is called here: visibility changes for retries with a delay, dead-letter copies and re-sent
+long delays, all before returning. Lambda deletes every record left out of `batchItemFailures`
+(`lambda_event.report` decides which), so acks cost no call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, cast, overload
+
+from sqsbatch.async_consumer import AsyncBatchHandler, cancel_handler, handler_failure
+from sqsbatch.calls import BatchRun
+from sqsbatch.config import ConsumerConfig
+from sqsbatch.consumer import BatchHandler
+from sqsbatch.consuming import (
+    Plan,
+    check_dead_letter_queue,
+    handler_end,
+    is_async_handler,
+    plan_settlement,
+    refusals,
+    sent_keys,
+    split_received,
+)
+from sqsbatch.lambda_event import BatchResponse, ParsedEvent, handler_budget, parse_event, report
+from sqsbatch.limits import SQS_LIMITS, SqsLimits
+from sqsbatch.message import MessageBatch
+from sqsbatch.outbox import Settlement
+from sqsbatch.settlement import ActionKind, Outcome
+from sqsbatch.sqs_sync import SyncSqs, default_client
+from sqsbatch.transport import is_fifo, is_url, queue_name
+
+__all__ = ["LambdaAdapter", "LambdaContext", "lambda_handler"]
+
+log = logging.getLogger("sqsbatch")
+
+AnyHandler = BatchHandler | AsyncBatchHandler
+
+
+class LambdaContext(Protocol):
+    """The part of Lambda's context object that sqsbatch reads."""
+
+    def get_remaining_time_in_millis(self) -> int: ...
+
+
+class LambdaAdapter:
+    """A Lambda entry point `(event, context) -> {"batchItemFailures": [...]}` around `handler`.
+
+    Built by `lambda_handler`. It keeps one SQS client and one event loop per execution
+    environment, so warm invocations reuse them (and an async handler may keep loop-bound
+    clients across invocations).
+    """
+
+    def __init__(
+        self,
+        handler: AnyHandler,
+        config: ConsumerConfig | None = None,
+        *,
+        client: Any = None,
+        limits: SqsLimits = SQS_LIMITS,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.handler = handler
+        self.config = config
+        self.__wrapped__ = handler
+        self._is_async = is_async_handler(handler)
+        self._client = client
+        self._sqs: SyncSqs | None = None
+        self._configs: dict[str, ConsumerConfig] = {}
+        self._limits = limits
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._abandoned: set[asyncio.Task[object]] = set()
+
+    def __call__(
+        self, event: Mapping[str, Any], context: LambdaContext | None = None
+    ) -> BatchResponse:
+        parsed = parse_event(event, endpoint_url=self._endpoint())
+        config = self._config_for(parsed.queue_url)
+        sqs = self._door()
+        wall_now, now = self._wall_clock(), self._clock()
+        received = split_received(
+            parsed.messages,
+            queue_url=parsed.queue_url,
+            received_at=now - max(0.0, wall_now - parsed.first_receive),
+            visibility=config.visibility_timeout,
+            wall_now=wall_now,
+            limits=self._limits,
+        )
+        listed = []
+        if received.postpone is not None:
+            listed += self._postpone(sqs, received.postpone, parsed)
+        if received.deliveries:
+            batch = MessageBatch(queue_name(parsed.queue_url), received.deliveries)
+            listed += self._process(sqs, batch, config, parsed, _remaining(context))
+        return {"batchItemFailures": [{"itemIdentifier": mid} for mid in listed]}
+
+    def close(self) -> None:
+        """Close the event loop kept for async handlers (tests; Lambda never needs it)."""
+        if self._loop is not None:
+            self._loop.close()
+            self._loop = None
+
+    # -- settling ---------------------------------------------------------------------------------
+
+    def _postpone(self, sqs: SyncSqs, plan: Settlement, parsed: ParsedEvent) -> list[str]:
+        """Re-send records that came before their due time; Lambda deletes the originals."""
+        sent = sent_keys(sqs.execute(BatchRun(plan.first, limits=self._limits)))
+        ids = parsed.message_ids
+        unsent = [
+            ids[entry.params["ReceiptHandle"]]
+            for key, entry in plan.delete_after_send.items()
+            if key not in sent
+        ]
+        for message_id in unsent:
+            log.error("re-sending early message %s failed: it will come back", message_id)
+        return unsent
+
+    def _process(
+        self,
+        sqs: SyncSqs,
+        batch: MessageBatch,
+        config: ConsumerConfig,
+        parsed: ParsedEvent,
+        remaining: float | None,
+    ) -> list[str]:
+        budget = handler_budget(config.handler_timeout, remaining)
+        outcome, error = self._supervise(batch, config, budget)
+        fifo = is_fifo(parsed.queue_url)
+        plan = plan_settlement(
+            batch,
+            outcome,
+            error,
+            config,
+            queue_url=parsed.queue_url,
+            dlq_url=_dead_letter_url(parsed.queue_url, config),
+            now=self._clock(),
+            wall_now=self._wall_clock(),
+            fifo=fifo,
+            limits=self._limits,
+        )
+        listed = self._settle(sqs, batch, plan, fifo=fifo)
+        ids = parsed.message_ids
+        return [ids[batch._deliveries[index].receipt_handle] for index in listed]
+
+    def _settle(self, sqs: SyncSqs, batch: MessageBatch, plan: Plan, *, fifo: bool) -> list[int]:
+        """Phase one (copies, visibility changes) here; Lambda deletes what is not reported."""
+        first = sqs.execute(BatchRun(plan.settlement.first, limits=self._limits))
+        sent = sent_keys(first)
+        groups = [d.decoded.group_id for d in batch._deliveries]
+        decided = report(plan.kinds, {int(key[1:]) for key in sent}, groups, fifo=fifo)
+        deletes = [e for e in plan.settlement.second(sent) if int(e.key[1:]) in decided.delete]
+        second = sqs.execute(BatchRun(deletes, limits=self._limits))
+        for level, text in refusals(first, second):
+            log.log(level, "settling on %s: %s", batch.queue, text)
+        for message, kind in zip(batch.messages, plan.kinds, strict=True):
+            if kind is ActionKind.DROP:
+                log.warning("dropped %r: its last delivery failed, no dead_letter_queue", message)
+        return decided.listed
+
+    # -- running the handler ---------------------------------------------------------------------
+
+    def _supervise(
+        self, batch: MessageBatch, config: ConsumerConfig, budget: float
+    ) -> tuple[Outcome, BaseException | None]:
+        """Run the handler for at most `budget` seconds (no heartbeat: the queue's visibility
+        timeout must outlast the function)."""
+        if self._is_async:
+            timed_out, error = self._event_loop().run_until_complete(self._run_async(batch, budget))
+        else:
+            timed_out, error = _run_in_thread(self.handler, batch, budget)
+        end = handler_end(batch.queue, config, timed_out=timed_out, error=error)
+        if end.log is not None:
+            log.log(end.log[0], "%s", end.log[1])
+        return end.outcome, end.error
+
+    async def _run_async(
+        self, batch: MessageBatch, budget: float
+    ) -> tuple[bool, BaseException | None]:
+        handler = cast(AsyncBatchHandler, self.handler)
+        task: asyncio.Task[object] = asyncio.ensure_future(handler(batch))
+        done, _ = await asyncio.wait({task}, timeout=budget)
+        if not done:
+            await cancel_handler(task, batch.queue, self._abandoned)
+            return True, None
+        return False, handler_failure(task)
+
+    # -- per execution environment ----------------------------------------------------------------
+
+    def _event_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+        return self._loop
+
+    def _door(self) -> SyncSqs:
+        if self._sqs is None:
+            self._sqs = SyncSqs(self._client if self._client is not None else default_client())
+        return self._sqs
+
+    def _endpoint(self) -> str | None:
+        """Where queue URLs point: the standard endpoint variables, else a given client's."""
+        for name in ("AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL"):
+            if os.environ.get(name):
+                return os.environ[name]
+        if self._client is not None:
+            return str(self._client.meta.endpoint_url)
+        return None
+
+    def _config_for(self, queue_url: str) -> ConsumerConfig:
+        name = queue_name(queue_url)
+        if name not in self._configs:
+            config = self.config if self.config is not None else ConsumerConfig.load(name)
+            check_dead_letter_queue(name, config)
+            self._configs[name] = config
+        return self._configs[name]
+
+
+@overload
+def lambda_handler(handler: AnyHandler, /) -> LambdaAdapter: ...
+@overload
+def lambda_handler(
+    *,
+    config: ConsumerConfig | None = None,
+    client: Any = None,
+    limits: SqsLimits = SQS_LIMITS,
+) -> Callable[[AnyHandler], LambdaAdapter]: ...
+def lambda_handler(
+    handler: AnyHandler | None = None,
+    /,
+    *,
+    config: ConsumerConfig | None = None,
+    client: Any = None,
+    limits: SqsLimits = SQS_LIMITS,
+) -> LambdaAdapter | Callable[[AnyHandler], LambdaAdapter]:
+    """`@lambda_handler` or `@lambda_handler(config=...)` on `def handler(batch)` or `async def`.
+
+    The result is the function to name in Lambda's handler setting. Config comes from the
+    environment (`SQSBATCH_*`, `sqsbatch.toml`) for the event's queue when not given.
+    """
+
+    def wrap(function: AnyHandler) -> LambdaAdapter:
+        return LambdaAdapter(function, config, client=client, limits=limits)
+
+    return wrap(handler) if handler is not None else wrap
+
+
+def _run_in_thread(
+    handler: BatchHandler, batch: MessageBatch, budget: float
+) -> tuple[bool, BaseException | None]:
+    """(timed out, raised) of a sync handler; past `budget` its thread is left running."""
+    done = threading.Event()
+    failure: list[BaseException] = []
+
+    def call_handler() -> None:
+        try:
+            handler(batch)
+        except BaseException as exc:  # any failure, SystemExit too, fails the batch
+            failure.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=call_handler, name="sqsbatch-handler", daemon=True).start()
+    if not done.wait(budget):
+        return True, None
+    return False, failure[0] if failure else None
+
+
+def _dead_letter_url(queue_url: str, config: ConsumerConfig) -> str | None:
+    """A DLQ lives in its source queue's account and region: its URL needs no call."""
+    dlq = config.dead_letter_queue
+    if dlq is None or is_url(dlq):
+        return dlq
+    return f"{queue_url.rsplit('/', 1)[0]}/{dlq}"
+
+
+def _remaining(context: LambdaContext | None) -> float | None:
+    if context is None:
+        return None
+    return context.get_remaining_time_in_millis() / 1000
