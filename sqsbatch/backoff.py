@@ -39,3 +39,13 @@ def exponential_backoff(
     if jitter:
         delay += (random or _SYSTEM_RANDOM).uniform(0, base_seconds)
     return math.ceil(delay)
+
+
+def pause_seconds(
+    failures: int, *, base: float = 0.2, cap: float = 20.0, random: _random.Random | None = None
+) -> float:
+    """How long a loop waits after `failures` consecutive failed calls: exponential, capped,
+    with "equal jitter" (between half and all of the step) so that replicas do not retry in step.
+    """
+    step: float = min(cap, base * 2.0 ** min(max(failures, 1) - 1, 32))
+    return step / 2 + (random or _SYSTEM_RANDOM).uniform(0, step / 2)

@@ -67,16 +67,18 @@ class BatchWindow(Generic[T]):
         """`WaitTimeSeconds` for the next receive: never longer than the window has left.
 
         Before the first message the poll waits as long as SQS allows (or `cap`, the time left
-        before the poller goes idle or stops). Long polls are whole seconds, so the wait is
-        rounded up: a window that receives nothing more can close up to a second late, which
-        costs nothing, where short polls would spin.
+        before the poller goes idle or stops). Long polls are whole seconds: the wait is rounded
+        down while a second or more is left, and the last fraction up to one second, so a window
+        that receives nothing more closes less than a second late, where short polls would spin
+        (and bill) until it closes.
         """
         wait = float(self.limits.max_wait_seconds)
         if self.is_open:
             wait = self.remaining(now)
         if cap is not None and not self.is_open:
             wait = min(wait, cap)
-        return max(0, min(self.limits.max_wait_seconds, math.ceil(wait)))
+        whole = math.floor(wait) if wait >= 1 else math.ceil(wait)
+        return max(0, min(self.limits.max_wait_seconds, whole))
 
     def take(self) -> list[T]:
         """Hand over the batch and start a new, closed window."""

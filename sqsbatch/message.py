@@ -38,6 +38,8 @@ class _Delivery:
     received_at: float
     hidden_until: float
     """Monotonic time until which SQS keeps it hidden (extended by the heartbeat)."""
+    at_ceiling: bool = False
+    """No further extension is possible (12 h ceiling reached, or the receipt is gone)."""
 
 
 class Message:

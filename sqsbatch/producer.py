@@ -78,13 +78,14 @@ class SendPlan:
         wall_now: float,
         limits: SqsLimits = SQS_LIMITS,
     ) -> None:
-        checked = [as_request(item) for item in requests]
-        if not checked:
+        items = list(requests)
+        if not items:
             raise MessageError("send_batch needs at least one message")
-        if len(checked) > MAX_SEND_BATCH:
+        if len(items) > MAX_SEND_BATCH:
             raise MessageError(
-                f"send_batch takes at most {MAX_SEND_BATCH} messages, got {len(checked)}"
+                f"send_batch takes at most {MAX_SEND_BATCH} messages, got {len(items)}"
             )
+        checked = [as_request(item) for item in items]
         batch_delay = check_delay("delay_seconds", batch_delay)
         fifo = is_fifo(queue)
         self.size = len(checked)

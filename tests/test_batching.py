@@ -37,11 +37,12 @@ def test_wait_never_exceeds_what_is_left_of_the_window() -> None:
     window: BatchWindow[int] = BatchWindow(max_size=30, timeout_seconds=5)
     window.add([1], asked=10, now=100.0)
     assert window.wait_seconds(100.0) == 5
-    assert window.wait_seconds(102.5) == 3  # whole seconds, rounded up
+    assert window.wait_seconds(102.5) == 2  # whole seconds: down while a second is left...
+    assert window.wait_seconds(104.5) == 1  # ...and the last fraction up
     assert window.wait_seconds(105.0) == 0
     assert window.wait_seconds(101.0, cap=3) == 4  # the idle cap only bounds the first poll
     closed: BatchWindow[int] = BatchWindow(max_size=30, timeout_seconds=5)
-    assert closed.wait_seconds(0.0, cap=2.2) == 3 and closed.wait_seconds(0.0, cap=-1) == 0
+    assert closed.wait_seconds(0.0, cap=2.2) == 2 and closed.wait_seconds(0.0, cap=-1) == 0
 
 
 def test_zero_timeout_takes_what_is_there_right_now() -> None:

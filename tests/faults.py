@@ -1,0 +1,51 @@
+"""Fault injection around a REAL client: calls pass through to moto unless a fault is armed.
+
+Used only for error paths that a healthy local SQS cannot produce (throttling, network errors,
+a crash between two calls). Everything else reaches the server untouched.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from botocore.exceptions import ClientError, EndpointConnectionError
+
+
+def throttled(op: str) -> Exception:
+    return ClientError({"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}}, op)
+
+
+def unreachable(op: str) -> Exception:
+    return EndpointConnectionError(endpoint_url="http://127.0.0.1:1")
+
+
+class Faulty:
+    """Proxies `client`; `fail(op, times, error)` makes the next `times` calls of `op` raise."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self._faults: dict[str, list[Callable[[str], Exception]]] = {}
+        self._lock = threading.Lock()
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def fail(self, op: str, times: int, error: Callable[[str], Exception] = throttled) -> None:
+        with self._lock:
+            self._faults.setdefault(op, []).extend([error] * times)
+
+    def __getattr__(self, op: str) -> Any:
+        target = getattr(self._client, op)
+        if not callable(target):
+            return target
+
+        def call(**params: Any) -> Any:
+            with self._lock:
+                self.calls.append((op, params))
+                pending = self._faults.get(op)
+                error = pending.pop(0) if pending else None
+            if error is not None:
+                raise error(op)
+            return target(**params)
+
+        return call
