@@ -1,0 +1,123 @@
+"""What the consumer settings mean for Lambda and ECS: decided here once, without CDK.
+
+The constructs call these and turn the answers into resources; the tests can check the answers
+without a synthesis. Every refusal is a `ConfigError` with one line naming the setting, the value
+and what would be accepted.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from sqsbatch.config import ConsumerConfig
+from sqsbatch.errors import ConfigError
+
+__all__ = [
+    "ESM_DEFAULT_CONCURRENCY",
+    "VISIBILITY_FACTOR",
+    "LambdaSource",
+    "consumer_environment",
+    "default_lambda_timeout",
+    "is_fifo",
+    "lambda_source",
+]
+
+VISIBILITY_FACTOR = 6  # AWS: a queue's visibility timeout >= 6x its Lambda consumer's timeout
+ESM_MAX_WINDOW_SECONDS = 300
+ESM_UNBATCHED_SIZE = 10  # above this many messages the event source mapping needs a window
+ESM_MIN_CONCURRENCY, ESM_MAX_CONCURRENCY = 2, 1000
+ESM_DEFAULT_CONCURRENCY = ESM_MIN_CONCURRENCY  # the poller's default is 1; Lambda's floor is 2
+FIFO_MAX_BATCH = 10
+
+
+@dataclass(frozen=True)
+class LambdaSource:
+    """The event source mapping and function settings derived from a `ConsumerConfig`."""
+
+    batch_size: int
+    window_seconds: int | None  # None: no batching window (FIFO queues take none)
+    max_concurrency: int
+    timeout_seconds: int
+
+
+def is_fifo(queue_name: str) -> bool:
+    return queue_name.endswith(".fifo")
+
+
+def default_lambda_timeout(config: ConsumerConfig) -> int:
+    """The longest function timeout the queue's visibility timeout allows (at least 1 s)."""
+    return max(1, config.visibility_timeout // VISIBILITY_FACTOR)
+
+
+def lambda_source(
+    config: ConsumerConfig,
+    *,
+    fifo: bool,
+    timeout_seconds: int | None = None,
+    max_concurrency: int | None = None,
+) -> LambdaSource:
+    """Check that a Lambda consumer can honour `config`, and say how."""
+    timeout = default_lambda_timeout(config) if timeout_seconds is None else timeout_seconds
+    if config.visibility_timeout < VISIBILITY_FACTOR * timeout:
+        raise ConfigError(
+            f"visibility_timeout={config.visibility_timeout} is too short for a Lambda timeout of "
+            f"{timeout} s: SQS needs at least {VISIBILITY_FACTOR}x the function timeout "
+            f"(accepted: visibility_timeout >= {VISIBILITY_FACTOR * timeout}, or a timeout <= "
+            f"{config.visibility_timeout // VISIBILITY_FACTOR} s)"
+        )
+    return LambdaSource(
+        batch_size=config.max_batch_size,
+        window_seconds=_window(config, fifo),
+        max_concurrency=_concurrency(config, max_concurrency),
+        timeout_seconds=timeout,
+    )
+
+
+def _window(config: ConsumerConfig, fifo: bool) -> int | None:
+    timeout = config.max_batch_timeout
+    if timeout != math.floor(timeout):
+        raise ConfigError(
+            f"max_batch_timeout={timeout!r} cannot be a Lambda batching window "
+            "(accepted: whole seconds 0..60)"
+        )
+    window = int(timeout)
+    if fifo:
+        if window != 0 or config.max_batch_size > FIFO_MAX_BATCH:
+            raise ConfigError(
+                f"max_batch_size={config.max_batch_size}, max_batch_timeout={timeout!r} do not "
+                f"suit a FIFO queue's Lambda event source (accepted: max_batch_size 1..10 with "
+                "max_batch_timeout = 0)"
+            )
+        return None
+    if config.max_batch_size > ESM_UNBATCHED_SIZE and window < 1:
+        raise ConfigError(
+            f"max_batch_size={config.max_batch_size} needs a batching window on Lambda, but "
+            f"max_batch_timeout={timeout!r} (accepted: max_batch_timeout >= 1 when "
+            f"max_batch_size > {ESM_UNBATCHED_SIZE})"
+        )
+    return window
+
+
+def _concurrency(config: ConsumerConfig, override: int | None) -> int:
+    if override is not None:
+        value, name = override, "lambda.max_concurrency"
+    elif "max_concurrency" in config.model_fields_set:
+        value, name = config.max_concurrency, "max_concurrency"
+    else:
+        return ESM_DEFAULT_CONCURRENCY
+    if not ESM_MIN_CONCURRENCY <= value <= ESM_MAX_CONCURRENCY:
+        raise ConfigError(
+            f"{name}={value} cannot be a Lambda event source's maximum concurrency "
+            f"(accepted: {ESM_MIN_CONCURRENCY}..{ESM_MAX_CONCURRENCY})"
+        )
+    return value
+
+
+def consumer_environment(config: ConsumerConfig) -> dict[str, str]:
+    """`SQSBATCH_*` variables that make a consumer's `ConsumerConfig()` equal `config`."""
+    env: dict[str, str] = {}
+    for name, value in config.model_dump().items():
+        if value is not None:
+            env[f"SQSBATCH_{name.upper()}"] = str(value)
+    return env

@@ -1,0 +1,159 @@
+"""The whole deployment of a `sqsbatch.toml`: what `infra/app.py` synthesizes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import App, Stack, Validations
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_sns as sns
+from cdk_nag import AwsSolutionsChecks
+from constructs import Construct
+
+from sqsbatch.cdk.alarms import QueueAlarms
+from sqsbatch.cdk.fargate import FargateConsumer, RedriveService, TaskSize, container_image
+from sqsbatch.cdk.lambda_consumer import LambdaConsumer
+from sqsbatch.cdk.queues import DeadLetterQueue, QueueWithDlq
+from sqsbatch.cdk.settings import DeploymentPlan, QueuePlan, image_for, load_plan
+
+__all__ = ["SqsBatchStack", "build_app"]
+
+
+class SqsBatchStack(Stack):
+    """Every consumer queue of the plan with its DLQ, consumer, alarms and redrive daemon.
+
+    DLQs shared by several queues are created once. Fargate services (ECS consumers, redrive)
+    share one cluster with Container Insights, in a VPC of public subnets only (no NAT gateway:
+    tasks get a public IP to reach SQS, ECR and CloudWatch) with flow logs.
+    """
+
+    def __init__(self, scope: Construct, id: str, *, plan: DeploymentPlan, **kwargs: Any) -> None:
+        super().__init__(scope, id, **kwargs)
+        self.plan = plan
+        arn = plan.settings.alarm_topic_arn
+        self.topic = None if arn is None else sns.Topic.from_topic_arn(self, "AlarmTopic", arn)
+        self._cluster: ecs.Cluster | None = None
+        self.dead_letters: dict[str, DeadLetterQueue] = {}
+        self.queues: dict[str, QueueWithDlq] = {}
+        for dlq, group in plan.sources_by_dlq().items():
+            self._add_dead_letter(dlq, group)
+        for queue in plan.queues:
+            self._add_queue(queue)
+
+    @property
+    def cluster(self) -> ecs.Cluster:
+        """The cluster of the Fargate services, made on first use."""
+        if self._cluster is None:
+            vpc = ec2.Vpc(
+                self,
+                "Vpc",
+                max_azs=2,
+                nat_gateways=0,
+                subnet_configuration=[
+                    ec2.SubnetConfiguration(name="public", subnet_type=ec2.SubnetType.PUBLIC)
+                ],
+            )
+            vpc.add_flow_log("FlowLog")
+            self._cluster = ecs.Cluster(
+                self, "Cluster", vpc=vpc, container_insights_v2=ecs.ContainerInsights.ENABLED
+            )
+        return self._cluster
+
+    def _add_dead_letter(self, name: str, group: list[QueuePlan]) -> None:
+        dead_letter = DeadLetterQueue(
+            self, name, queue_name=name, source_queue_names=[q.name for q in group]
+        )
+        self.dead_letters[name] = dead_letter
+        QueueAlarms(
+            dead_letter,
+            "Alarms",
+            queue=dead_letter.queue,
+            queue_name=name,
+            oldest_message_seconds=min(q.infra.dlq_age_alarm_seconds for q in group),
+            dead_letter=True,
+            topic=self.topic,
+        )
+        if any(q.infra.redrive for q in group):
+            image = image_for(self.plan, None)
+            redrive = self.plan.settings.redrive
+            RedriveService(
+                dead_letter,
+                "Redrive",
+                dead_letter=dead_letter,
+                cluster=self.cluster,
+                image=container_image(dead_letter, "Image", **image.model_dump()),
+                desired_count=redrive.desired_count,
+                size=TaskSize(redrive.cpu, redrive.memory_mb, stop_timeout_seconds=60),
+                assign_public_ip=True,
+            )
+
+    def _add_queue(self, plan: QueuePlan) -> None:
+        infra = plan.infra
+        queues = QueueWithDlq(
+            self,
+            plan.name,
+            queue_name=plan.name,
+            config=plan.config,
+            delivery_delay_seconds=infra.delivery_delay,
+            retention_seconds=infra.retention_seconds,
+            dead_letter_queue=self.dead_letters[plan.dead_letter_queue],
+        )
+        self.queues[plan.name] = queues
+        QueueAlarms(
+            queues,
+            "Alarms",
+            queue=queues.queue,
+            queue_name=plan.name,
+            oldest_message_seconds=infra.age_alarm_seconds,
+            topic=self.topic,
+        )
+        if infra.lambda_ is not None:
+            settings = infra.lambda_
+            LambdaConsumer(
+                queues,
+                "Lambda",
+                queues=queues,
+                asset_path=self.plan.base_dir / settings.asset,
+                handler=settings.handler,
+                timeout_seconds=settings.timeout_seconds,
+                memory_mb=settings.memory_mb,
+                runtime=settings.runtime,
+                architecture=settings.architecture,
+                max_concurrency=settings.max_concurrency,
+            )
+        if infra.ecs is not None:
+            ecs_settings = infra.ecs
+            image = image_for(self.plan, infra)
+            FargateConsumer(
+                queues,
+                "Ecs",
+                queues=queues,
+                cluster=self.cluster,
+                image=container_image(queues, "Image", **image.model_dump()),
+                handler=ecs_settings.handler,
+                min_tasks=ecs_settings.min_tasks,
+                max_tasks=ecs_settings.max_tasks,
+                messages_per_task=ecs_settings.messages_per_task,
+                size=TaskSize(
+                    ecs_settings.cpu, ecs_settings.memory_mb, ecs_settings.stop_timeout_seconds
+                ),
+                assign_public_ip=True,
+            )
+
+
+def build_app(
+    config_path: str | Path, *, app: App | None = None, nag: bool = True
+) -> tuple[App, SqsBatchStack]:
+    """`app` (default: a new `App()`) with the stack of `config_path`, checked by cdk-nag.
+
+    With `nag`, `app.synth()` raises when an AwsSolutions check fails that no acknowledgement
+    (each with its reason, in the constructs) covers.
+    """
+    plan = load_plan(config_path)
+    app = App() if app is None else app
+    stack = SqsBatchStack(app, plan.settings.stack_name, plan=plan)
+    if nag:
+        Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    return app, stack
