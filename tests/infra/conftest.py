@@ -1,0 +1,81 @@
+"""One synthesis of the example app (infra/sqsbatch.toml) for the whole session.
+
+The app is built as `infra/app.py` builds it, with cdk.json's context and cdk-nag's AwsSolutions
+checks: `app.synth()` raises if a check fails that no acknowledgement covers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# jsii prints a banner on Node 20 unless told not to; it reads this when it starts.
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+from aws_cdk import App
+
+from sqsbatch.cdk import DeploymentPlan, build_app, load_plan
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "infra" / "sqsbatch.toml"
+
+
+def cdk_context() -> dict[str, Any]:
+    """The context cdk.json gives the app, so the tests see what `cdk deploy` would."""
+    context: dict[str, Any] = json.loads((REPO / "cdk.json").read_text())["context"]
+    return context
+
+
+@dataclass(frozen=True)
+class Synthesis:
+    plan: DeploymentPlan
+    template: dict[str, Any]
+    outdir: Path
+    stack_name: str
+    seconds: float  # reported by test_report_synthesis, never asserted
+
+
+@pytest.fixture(scope="session")
+def synthesis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synthesis]:
+    with pytest.MonkeyPatch.context() as patch:
+        for key in list(os.environ):
+            if key.startswith("SQSBATCH_"):
+                patch.delenv(key)
+        outdir = tmp_path_factory.mktemp("cdk.out")
+        started = time.perf_counter()
+        app, stack = build_app(EXAMPLE, app=App(outdir=str(outdir), context=cdk_context()))
+        assembly = app.synth()
+        seconds = time.perf_counter() - started
+        template: dict[str, Any] = assembly.get_stack_by_name(stack.stack_name).template
+        yield Synthesis(load_plan(EXAMPLE), template, outdir, stack.stack_name, seconds)
+
+
+def resources(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    """The resources of one CloudFormation type, by logical id."""
+    found = template["Resources"].items()
+    return {key: value for key, value in found if value["Type"] == kind}
+
+
+def queue_id(template: dict[str, Any], name: str) -> str:
+    """The logical id of the queue called `name`."""
+    for key, queue in resources(template, "AWS::SQS::Queue").items():
+        if queue["Properties"]["QueueName"] == name:
+            return key
+    raise AssertionError(f"no queue named {name!r} in the template")
+
+
+def arn_of(logical_id: str) -> dict[str, Any]:
+    return {"Fn::GetAtt": [logical_id, "Arn"]}
+
+
+def name_arn(name: str) -> dict[str, Any]:
+    """A queue ARN built from the name, as `sqsbatch.cdk.queue_arn` writes it."""
+    parts = ["arn:", {"Ref": "AWS::Partition"}, ":sqs:", {"Ref": "AWS::Region"}, ":"]
+    return {"Fn::Join": ["", [*parts, {"Ref": "AWS::AccountId"}, f":{name}"]]}
