@@ -44,7 +44,8 @@ class Redriver:
     `dlqs` are queue names or URLs. `to` is where messages go when nothing else says (see
     `redrive.decide`). `rate` caps messages per second sent back to sources, per process.
     `random` gives the jitter's random source per (message id, redrive count); the default
-    seeds it from those two, so every replica computes the same due time.
+    seeds it from those two, so every replica computes the same due time. `run()` long-polls
+    each DLQ in turn for `wait_seconds` split among them; a stop waits for the current poll.
     """
 
     def __init__(
@@ -60,6 +61,7 @@ class Redriver:
         wall_clock: Callable[[], float] = time.time,
         random: JitterSource | None = None,
         visibility_timeout: int = 30,
+        wait_seconds: int = 20,
         limits: SqsLimits = SQS_LIMITS,
     ) -> None:
         self.dlqs = [dlqs] if isinstance(dlqs, str) else list(dlqs)
@@ -76,6 +78,7 @@ class Redriver:
         self._wall_clock = wall_clock
         self._jitter = random if random is not None else jitter_random
         self._visibility = visibility_timeout
+        self._wait_seconds = max(0, min(wait_seconds, limits.max_wait_seconds))
         self._limits = limits
         self._stopping = threading.Event()
         self._urls: dict[str, str] = {}
@@ -97,7 +100,7 @@ class Redriver:
     def run(self) -> None:
         """Redrive until `stop()` or SIGTERM/SIGINT; long-polls each DLQ in turn."""
         self._start()
-        poll = max(1, self._limits.max_wait_seconds // len(self.dlqs))
+        poll = max(1, self._wait_seconds // len(self.dlqs))
         errors = 0
         with self._signals():
             while not self._stopping.is_set():
