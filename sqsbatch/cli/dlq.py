@@ -7,29 +7,22 @@ of the `redrive` package.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+if TYPE_CHECKING:
+    from redrive import MoveReport, MoveRow
+
 from sqsbatch.cli.common import CliError, ask, err, out, print_json, queue_attributes, sqs_for
-from sqsbatch.cli.filters import parse_filters
+from sqsbatch.cli.filters import Select, parse_filters
 from sqsbatch.transport import queue_name
 
 __all__ = ["app"]
 
 app = typer.Typer()
-
-
-def _redrive_package() -> Any:
-    try:
-        import redrive  # noqa: PLC0415 - a sibling package, needed by this command only
-    except ImportError:
-        raise CliError("the redrive package is not installed") from None
-    if not hasattr(redrive, "move_now"):
-        raise CliError("this redrive package has no move_now (too old?)")
-    return redrive
 
 
 @app.command("redrive")
@@ -51,10 +44,15 @@ def redrive_command(
     limit: Annotated[int | None, typer.Option(min=1, help="Move at most this many.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would move.")] = False,
     native: Annotated[
-        bool, typer.Option("--native", help="Start SQS's StartMessageMoveTask instead (all).")
+        bool,
+        typer.Option(
+            "--native",
+            help="Start SQS's StartMessageMoveTask instead: moves all, asynchronously; messages "
+            "the sqsbatch consumer dead-lettered itself need --to.",
+        ),
     ] = False,
     rate: Annotated[
-        float | None, typer.Option(min=0.1, help="With --native: messages per second.")
+        int | None, typer.Option(min=1, max=500, help="With --native: messages per second.")
     ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
@@ -70,7 +68,8 @@ def redrive_command(
         raise typer.BadParameter("--native moves every message: no --filter, --limit or --dry-run")
     if rate is not None and not native:
         raise typer.BadParameter("--rate goes with --native")
-    package = _redrive_package()
+    import redrive  # noqa: PLC0415 - the sibling package; only this command needs it
+
     sqs = sqs_for(ctx)
     depth = int(queue_attributes(sqs, dlq).get("ApproximateNumberOfMessages", 0))
     name = queue_name(dlq)
@@ -81,14 +80,13 @@ def redrive_command(
         if not ask(f"Move up to {count} {which} of {name} (~{depth} visible) {where}?"):
             raise CliError("nothing moved (answer y, or pass --yes)")
     if native:
-        handle = package.start_native_move(dlq, to=to, rate=rate, client=sqs.client)
+        handle = redrive.start_native_move(dlq, to=to, rate=rate, client=sqs.client)
         if as_json:
             print_json({"dlq": name, "task_handle": handle})
         else:
             out.print(f"started SQS message move task from {name} {where}: {handle}")
         return
     report = _move(
-        package,
         dlq=dlq,
         client=sqs.client,
         to=to,
@@ -101,17 +99,17 @@ def redrive_command(
 
 
 def _move(
-    package: Any,
     *,
     dlq: str,
     client: Any,
     to: str | None,
-    select: Any,
+    select: Select | None,
     limit: int | None,
     dry_run: bool,
     depth: int,
-) -> Any:
-    total = min(depth, limit) if limit is not None else depth
+) -> MoveReport:
+    from redrive import move_now  # noqa: PLC0415
+
     with Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -120,12 +118,12 @@ def _move(
         console=err,
         transient=True,
     ) as progress:
-        task = progress.add_task("checking" if dry_run else "moving", total=total or None)
+        task = progress.add_task("checking" if dry_run else "moving", total=depth or None)
 
-        def advance(*_: Any, **__: Any) -> None:
+        def advance(row: MoveRow) -> None:
             progress.advance(task)
 
-        return package.move_now(
+        return move_now(
             dlq,
             to=to,
             select=select,
@@ -136,46 +134,33 @@ def _move(
         )
 
 
-def _show(name: str, report: Any, *, dry_run: bool, as_json: bool) -> None:
-    rows = [_row(row) for row in getattr(report, "rows", [])]
-    counts = {key: int(getattr(report, key, 0)) for key in ("moved", "skipped", "failed")}
+def _show(name: str, report: MoveReport, *, dry_run: bool, as_json: bool) -> None:
+    would = sum(1 for row in report.rows if row.action == "would-move")
+    moved = would if dry_run else report.moved
     if as_json:
-        print_json({"dlq": name, "dry_run": dry_run, **counts, "messages": rows})
-        return
-    verb = "would move" if dry_run else "moved"
-    table = Table(
-        title=f"{name}: {verb} {counts['moved']}, skipped {counts['skipped']}, "
-        f"failed {counts['failed']}",
-        title_justify="left",
-    )
-    for column in ("id", "from", "to", "error", "action"):
-        table.add_column(column, overflow="fold")
-    for row in rows:
-        table.add_row(
-            row["id"],
-            row["source"] or "-",
-            row["target"] or "-",
-            row["error_type"] or "",
-            row["action"],
+        print_json(
+            {
+                "dlq": name,
+                "dry_run": dry_run,
+                "moved": moved,
+                "skipped": report.skipped,
+                "failed": report.failed,
+                "messages": [row.as_dict() for row in report.rows],
+            }
         )
-    out.print(table)
-    if counts["failed"]:
+    else:
+        verb = "would move" if dry_run else "moved"
+        table = Table(
+            title=f"{name}: {verb} {moved}, failed {report.failed}, skipped {report.skipped} "
+            "(not selected, or past --limit)",
+            title_justify="left",
+        )
+        for column in ("id", "from", "to", "last error", "action"):
+            table.add_column(column, overflow="fold")
+        for row in report.rows:
+            if row.action != "skipped":
+                action = row.action + (f": {row.error}" if row.error else "")
+                table.add_row(row.id, row.source or "-", row.target or "-", row.error_type, action)
+        out.print(table)
+    if report.failed:
         raise typer.Exit(1)
-
-
-def _row(row: Any) -> dict[str, Any]:
-    def field(*names: str) -> Any:
-        for candidate in names:
-            if isinstance(row, dict) and candidate in row:
-                return row[candidate]
-            if hasattr(row, candidate):
-                return getattr(row, candidate)
-        return None
-
-    return {
-        "id": str(field("id", "message_id")),
-        "source": field("source", "source_queue"),
-        "target": field("target", "target_queue", "to"),
-        "error_type": field("error_type", "error"),
-        "action": str(field("action") or ""),
-    }

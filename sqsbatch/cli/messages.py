@@ -41,13 +41,13 @@ def inspect_queue(
     """
     sqs = sqs_for(ctx)
     attributes = queue_attributes(sqs, queue)
-    raw = peek(sqs, sqs.queue_url(queue), limit)
-    rows = [describe(item) for item in raw]
     counts = {
         "visible": int(attributes.get("ApproximateNumberOfMessages", 0)),
         "in_flight": int(attributes.get("ApproximateNumberOfMessagesNotVisible", 0)),
         "delayed": int(attributes.get("ApproximateNumberOfMessagesDelayed", 0)),
     }
+    wanted = min(limit, counts["visible"])  # no peek (no receive) when nothing is visible
+    rows = [describe(item) for item in peek(sqs, sqs.queue_url(queue), wanted)] if wanted else []
     if as_json:
         print_json({"queue": queue_name(queue), **counts, "peeked": len(rows), "messages": rows})
         return
