@@ -136,7 +136,7 @@ class _Move:
         self._record(outcome.row(source=self._source(message)))
 
     def _record(self, row: MoveRow) -> None:
-        if row.action == "moved":
+        if row.action in ("moved", "would-move"):
             self.report.moved += 1
         elif row.action in ("failed", "unroutable"):
             self.report.failed += 1

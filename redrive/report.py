@@ -64,7 +64,11 @@ class MoveRow:
 
 @dataclass
 class MoveReport:
-    """The outcome of `move_now`: counts and one row per message looked at."""
+    """The outcome of `move_now`: counts and one row per message looked at.
+
+    `moved` counts the messages moved (in a dry run: that would be moved); `skipped` those not
+    selected or past the limit; `failed` those that could not go (refused, or no source known).
+    """
 
     moved: int = 0
     skipped: int = 0

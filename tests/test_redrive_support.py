@@ -73,6 +73,17 @@ def contents(sqs: Any, queue: str) -> list[dict[str, Any]]:
     return found
 
 
+def peek(sqs: Any, queue: str) -> list[dict[str, Any]]:
+    """Like `contents`, but every message is made visible again at once."""
+    found = contents(sqs, queue)
+    url = sqs.get_queue_url(QueueName=queue)["QueueUrl"]
+    for message in found:
+        sqs.change_message_visibility(
+            QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+        )
+    return found
+
+
 def bodies(sqs: Any, queue: str) -> list[Any]:
     return sorted(message["body"] for message in contents(sqs, queue))
 
