@@ -60,7 +60,7 @@ class BackoffPolicy:
         if self.max_delay < self.base_delay:
             raise ConfigError(
                 f"max_delay={self.max_delay!r} is invalid: it must be >= base_delay="
-                f"{self.base_delay!r} (accepted: {self.base_delay:g}..{MAX_DELAY_SECONDS})"
+                f"{self.base_delay!r} (accepted: {_n(self.base_delay)}..{MAX_DELAY_SECONDS})"
             )
         if self.jitter is not None:
             _check_number("jitter", self.jitter, 0, _MAX_BASE_SECONDS)
@@ -105,9 +105,13 @@ def _check_number(name: str, value: object, low: float, high: float, unit: str =
         float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
     )
     if number is None or not math.isfinite(number) or not low <= number <= high:
-        raise ConfigError(f"{name}={value!r} is invalid (accepted: {unit} {low:g}..{high:g})")
+        raise ConfigError(f"{name}={value!r} is invalid (accepted: {unit} {_n(low)}..{_n(high)})")
 
 
 def _check_int(name: str, value: object, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ConfigError(f"{name}={value!r} is invalid (accepted: int {low}..{high})")
+
+
+def _n(number: float) -> str:
+    return str(int(number)) if float(number).is_integer() else repr(number)
