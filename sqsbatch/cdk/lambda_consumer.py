@@ -25,11 +25,12 @@ RUNTIMES = {
 }
 ARCHITECTURES = {"x86_64": lambda_.Architecture.X86_64, "arm64": lambda_.Architecture.ARM_64}
 
-# What the sqsbatch Lambda adapter calls besides the event source mapping's own receive/delete:
-# a retry with a delay changes visibility; a delay past SQS's limits re-sends to the source in
-# hops; the final failure is sent to the DLQ, whose URL is looked up by name.
-SOURCE_ACTIONS = ["sqs:ChangeMessageVisibility", "sqs:SendMessage", "sqs:GetQueueUrl"]
-DLQ_ACTIONS = ["sqs:SendMessage", "sqs:GetQueueUrl"]
+# What the sqsbatch Lambda adapter calls besides the event source mapping's receive, delete and
+# get-attributes (which CDK grants with the event source): a retry with a delay changes
+# visibility, a delay past SQS's limits re-sends to the source in hops, and the final failure is
+# sent to the DLQ. Queue URLs come from the event's ARN, so no GetQueueUrl of its own.
+SOURCE_ACTIONS = ["sqs:ChangeMessageVisibility", "sqs:SendMessage"]
+DLQ_ACTIONS = ["sqs:SendMessage"]
 
 
 class LambdaConsumer(Construct):
