@@ -39,7 +39,7 @@ class Synthesis:
     template: dict[str, Any]
     outdir: Path
     stack_name: str
-    seconds: float  # reported by test_report_synthesis, never asserted
+    seconds: float  # how long build + synth took (for the record; never asserted)
 
 
 @pytest.fixture(scope="session")

@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import os
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aws_cdk import App, Stack
+from pydantic import BaseModel
 
 from sqsbatch.cdk import LambdaConsumer, QueueWithDlq, build_app, load_plan
 from sqsbatch.cdk.rules import consumer_environment, lambda_source
+from sqsbatch.cdk.settings import (
+    EcsSettings,
+    ImageSettings,
+    InfraSettings,
+    LambdaSettings,
+    QueueSettings,
+    RedriveSettings,
+)
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.errors import ConfigError
-from tests.infra.conftest import EXAMPLE
+from tests.infra.conftest import EXAMPLE, REPO
 
 CONSUMER = """
 [[queues.consumers]]
@@ -189,3 +199,21 @@ def test_the_app_refuses_a_lambda_timeout_the_queue_cannot_hold(tmp_path: Path) 
     )
     with pytest.raises(ConfigError, match=r"accepted: visibility_timeout >= 180"):
         build_app(path, app=App(outdir=str(tmp_path / "out")))
+
+
+def test_the_docs_list_every_infra_key_and_no_other() -> None:
+    """docs/infra.md's [infra] reference names exactly the keys the models accept."""
+    docs = (REPO / "docs" / "infra.md").read_text()
+    block = docs.split("## The `[infra]` table", 1)[1].split("```toml\n", 1)[1].split("```")[0]
+    infra = tomllib.loads(block)["infra"]
+    (queue,) = infra["queues"]
+
+    def keys(model: type[BaseModel]) -> set[str]:
+        return {field.alias or name for name, field in model.model_fields.items()}
+
+    assert set(infra) == keys(InfraSettings)
+    assert set(infra["redrive"]) == keys(RedriveSettings)
+    assert set(infra["image"]) | set(infra["redrive"]["image"]) == keys(ImageSettings)
+    assert set(queue) == keys(QueueSettings)
+    assert set(queue["lambda"]) == keys(LambdaSettings)
+    assert set(queue["ecs"]) == keys(EcsSettings)
