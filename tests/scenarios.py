@@ -191,3 +191,12 @@ SCENARIOS = [
         {b: [1, 2] for b in ALL},
     ),
 ]
+
+
+def _add_front_ends() -> None:
+    from tests.front_ends import FRONT_ENDS as OTHERS  # noqa: PLC0415 - they import sqsbatch's extras
+
+    FRONT_ENDS.extend(OTHERS)
+
+
+_add_front_ends()
