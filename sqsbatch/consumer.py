@@ -18,7 +18,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Any, Protocol
 
-from sqsbatch.backoff import exponential_backoff
+from sqsbatch.backoff import pause_seconds
 from sqsbatch.batching import BatchWindow
 from sqsbatch.calls import BatchRun
 from sqsbatch.config import ConsumerConfig
@@ -85,6 +85,7 @@ class Consumer:
         self._url = ""
         self._dlq_url: str | None = None
         self._last_activity = 0.0
+        self._failures = 0  # consecutive failed receives
 
     @property
     def requests(self) -> int:
@@ -155,6 +156,8 @@ class Consumer:
         )
         now = self._clock()
         while not window.is_due(now):
+            if self._stopping.is_set() and not window.is_open:
+                break  # stopped: receive nothing new (a partial batch is still delivered)
             cap = None
             if idle_seconds is not None:
                 cap = idle_seconds - self._idle_for()
@@ -162,11 +165,9 @@ class Consumer:
                     break
             asked = window.want()
             wait_seconds = window.wait_seconds(now, cap=cap)
-            window.add(
-                self._receive(asked, wait_seconds, window.remaining(now)),
-                asked=asked,
-                now=(now := self._clock()),
-            )
+            received = self._receive(asked, wait_seconds, window.remaining(now))
+            now = self._clock()
+            window.add(received, asked=asked, now=now)
             if self._stopping.is_set() or (busy and not window.is_open):
                 break
         return window.take()
@@ -181,12 +182,12 @@ class Consumer:
             raw = self._sqs.call("receive_message", params).get("Messages", [])
         except SqsBatchError as exc:
             self.stats.add({"receive_errors": 1})
-            delay = exponential_backoff(
-                min(self.stats.receive_errors, 6), 0.5, max_seconds=20, random=self._random
-            )
-            log.warning("receive from %s failed (%s); retrying in %s s", self.queue, exc, delay)
-            self._stopping.wait(delay)
+            self._failures += 1
+            pause = pause_seconds(self._failures, random=self._random)
+            log.warning("receive from %s failed (%s); retrying in %.1f s", self.queue, exc, pause)
+            self._stopping.wait(pause)
             return []
+        self._failures = 0
         received = split_received(
             raw,
             queue_url=self._url,

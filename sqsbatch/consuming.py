@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import inspect
 import logging
-import random
+import math
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from sqsbatch.backoff import exponential_backoff
 from sqsbatch.batching import BatchWindow
 from sqsbatch.calls import BatchRun, Entry
 from sqsbatch.config import ConsumerConfig
@@ -40,7 +39,6 @@ __all__ = [
     "is_async_handler",
     "next_heartbeat",
     "plan_settlement",
-    "receive_backoff",
     "refusals",
     "sent_keys",
     "split_received",
@@ -124,11 +122,6 @@ def is_async_handler(handler: object) -> bool:
     return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(call)
 
 
-def receive_backoff(errors: int, rng: random.Random) -> float:
-    """How long a poller waits after its `errors`-th failed receive (throttling, network)."""
-    return exponential_backoff(min(errors, 6), 0.5, max_seconds=20, random=rng)
-
-
 @dataclass
 class Assembly:
     """The receives that fill one batch: how many to ask for, how long to wait, when to stop.
@@ -169,8 +162,10 @@ def receive_visibility(config: ConsumerConfig, window_left: float) -> int:
 
 
 def next_heartbeat(deliveries: Iterable[_Delivery], visibility_timeout: int) -> float:
-    """When the heartbeat is next due: half a visibility timeout before the first expiry."""
-    return min(d.hidden_until for d in deliveries) - visibility_timeout / 2
+    """When the heartbeat is next due: half a visibility timeout before the first expiry of a
+    message that can still be extended (`math.inf` when none can)."""
+    due = [d.hidden_until - visibility_timeout / 2 for d in deliveries if not d.at_ceiling]
+    return min(due, default=math.inf)
 
 
 def heartbeat_entries(
@@ -184,19 +179,21 @@ def heartbeat_entries(
     """Visibility extensions due now, never past the ceiling counted from each receive.
 
     Every message of a running batch stays hidden, acked ones too: they are deleted only when the
-    batch settles, and must not be redelivered before.
+    batch settles, and must not be redelivered before. An extension clamped by the ceiling is the
+    message's last (it is marked `at_ceiling`); one that would gain nothing is not sent.
     """
     entries = []
     for index, delivery in enumerate(deliveries):
-        if delivery.hidden_until - now > visibility_timeout / 2:
+        if delivery.at_ceiling or delivery.hidden_until - now > visibility_timeout / 2:
             continue
         seconds = min(visibility_timeout, visibility_allowed(delivery.received_at, now, limits))
-        if seconds <= 0:
-            continue  # at the ceiling: SQS will show it again, nothing can stop that
+        if seconds < visibility_timeout:
+            delivery.at_ceiling = True
+            if now + seconds <= delivery.hidden_until:
+                continue  # SQS will show it again at the ceiling; nothing can stop that
         params = {"ReceiptHandle": delivery.receipt_handle, "VisibilityTimeout": seconds}
-        entries.append(
-            Entry(f"{index}:{seconds}", "change_message_visibility_batch", queue_url, params)
-        )
+        key = f"{index}:{seconds}"
+        entries.append(Entry(key, "change_message_visibility_batch", queue_url, params))
     return entries
 
 
@@ -205,7 +202,10 @@ def extended(deliveries: Sequence[_Delivery], run: BatchRun, now: float) -> int:
     for result in run.ok():
         index, seconds = result.key.split(":")
         deliveries[int(index)].hidden_until = now + int(seconds)
-    return sum(1 for result in run.failed() if result.gone)
+    gone = [result for result in run.failed() if result.gone]
+    for result in gone:
+        deliveries[int(result.key.split(":")[0])].at_ceiling = True  # nothing left to extend
+    return len(gone)
 
 
 @dataclass(frozen=True)
