@@ -92,14 +92,14 @@ class ConsumerConfig(_Settings):
 
     _table: ClassVar[str] = "consumers"
 
-    max_batch_size: Count = Field(10, ge=1, le=100)
-    max_batch_timeout: Seconds = Field(5.0, ge=0, le=60)
-    max_retries: Count = Field(3, ge=0, le=100)
-    dead_letter_queue: str | None = Field(None, min_length=1)
-    retry_delay: WholeSeconds = Field(0, ge=0, le=MAX_DELAY_SECONDS)
-    max_concurrency: Count = Field(1, ge=1, le=250)
-    visibility_timeout: WholeSeconds = Field(30, ge=1, le=43_200)
-    handler_timeout: Seconds = Field(900.0, gt=0)
+    max_batch_size: Count = Field(default=10, ge=1, le=100)
+    max_batch_timeout: Seconds = Field(default=5.0, ge=0, le=60)
+    max_retries: Count = Field(default=3, ge=0, le=100)
+    dead_letter_queue: str | None = Field(default=None, min_length=1)
+    retry_delay: WholeSeconds = Field(default=0, ge=0, le=MAX_DELAY_SECONDS)
+    max_concurrency: Count = Field(default=1, ge=1, le=250)
+    visibility_timeout: WholeSeconds = Field(default=30, ge=1, le=43_200)
+    handler_timeout: Seconds = Field(default=900.0, gt=0)
 
     @property
     def max_receive_count(self) -> int:
@@ -112,7 +112,7 @@ class ProducerConfig(_Settings):
 
     _table: ClassVar[str] = "producers"
 
-    delivery_delay: WholeSeconds | None = Field(None, ge=0, le=MAX_DELAY_SECONDS)
+    delivery_delay: WholeSeconds | None = Field(default=None, ge=0, le=MAX_DELAY_SECONDS)
 
 
 def load_file(path: str | Path) -> dict[str, list[dict[str, Any]]]:

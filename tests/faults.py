@@ -14,11 +14,15 @@ from botocore.exceptions import ClientError, EndpointConnectionError
 
 
 def throttled(op: str) -> Exception:
-    return ClientError({"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}}, op)
+    error: Exception = ClientError(
+        {"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}}, op
+    )
+    return error
 
 
 def unreachable(op: str) -> Exception:
-    return EndpointConnectionError(endpoint_url="http://127.0.0.1:1")
+    error: Exception = EndpointConnectionError(endpoint_url="http://127.0.0.1:1")
+    return error
 
 
 class Faulty:

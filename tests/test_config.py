@@ -68,7 +68,7 @@ def test_unknown_key_is_refused_with_the_known_ones() -> None:
     with pytest.raises(
         ConfigError, match=r"unknown setting 'max_batch' \(known: dead_letter_queue"
     ):
-        ConsumerConfig(max_batch=3)
+        ConsumerConfig(max_batch=3)  # type: ignore[call-arg]
 
 
 def test_environment_and_keywords(monkeypatch: pytest.MonkeyPatch) -> None:
