@@ -116,7 +116,9 @@ def test_inspect_shows_dead_letter_metadata(cli: Any, sqs: Any, name: str) -> No
     def handler(batch: MessageBatch) -> None:
         raise TimeoutError("payments timed out")
 
-    config = ConsumerConfig(max_retries=0, dead_letter_queue=f"{name}-dlq", max_batch_timeout=0)
+    config = ConsumerConfig.load(
+        name, max_retries=0, dead_letter_queue=f"{name}-dlq", max_batch_timeout=0
+    )
     Consumer(name, handler, config, client=sqs).run_until_idle(0.5)
     [message] = json.loads(ok(cli("inspect", f"{name}-dlq", "--json")).stdout)["messages"]
     assert message["error"]["type"] == "TimeoutError"

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from sqsbatch.cli.common import CliError, Connection, connection, err, out, print_json
 from sqsbatch.config import ConsumerConfig
+from sqsbatch.limits import SqsLimits
 
 __all__ = ["app", "load_handler"]
 
@@ -68,9 +69,21 @@ def consume(
     idle_seconds: Annotated[
         float, typer.Option(min=0.1, help="With --once: how long 'idle' is.")
     ] = 2.0,
+    poll_seconds: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=20,
+            help="Longest long poll. A stop waits for the current one: shorter stops sooner, "
+            "at the cost of more empty receives.",
+        ),
+    ] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Print the final stats as JSON.")] = False,
 ) -> None:
     """Run the poller on a handler until SIGTERM/SIGINT (graceful) or, with --once, until idle.
+
+    On SIGTERM/SIGINT it stops receiving (after the current long poll), lets in-flight batches
+    finish and settle, prints the stats and exits 0.
 
     Settings not given as flags come from SQSBATCH_* variables, then from the queue's
     [[queues.consumers]] table in sqsbatch.toml ($SQSBATCH_CONFIG_FILE), then the defaults.
@@ -93,9 +106,16 @@ def consume(
     _check_kind(function, handler, use_async=use_async)
     _log_to_stderr()
     client_pool = config.max_concurrency * 2 + 2
+    limits = SqsLimits(max_wait_seconds=poll_seconds)
     if use_async:
         stats, requests = _run_async(
-            ctx, queue=queue, function=function, config=config, once=once, idle_seconds=idle_seconds
+            ctx,
+            queue=queue,
+            function=function,
+            config=config,
+            once=once,
+            idle_seconds=idle_seconds,
+            limits=limits,
         )
     else:
         stats, requests = _run_sync(
@@ -106,6 +126,7 @@ def consume(
             once=once,
             idle_seconds=idle_seconds,
             pool=client_pool,
+            limits=limits,
         )
     _report(queue, stats, requests, as_json=as_json)
 
@@ -127,11 +148,12 @@ def _run_sync(
     once: bool,
     idle_seconds: float,
     pool: int,
+    limits: SqsLimits,
 ) -> tuple[dict[str, int], int]:
     from sqsbatch.consumer import Consumer  # noqa: PLC0415
 
     client = connection(ctx).client(max_pool_connections=pool)
-    consumer = Consumer(queue, function, config, client=client)
+    consumer = Consumer(queue, function, config, client=client, limits=limits)
     err.print(f"consuming {queue} with {_describe(config)}" + (" until idle" if once else ""))
     if once:
         consumer.run_until_idle(idle_seconds)
@@ -148,13 +170,14 @@ def _run_async(
     config: ConsumerConfig,
     once: bool,
     idle_seconds: float,
+    limits: SqsLimits,
 ) -> tuple[dict[str, int], int]:
     try:
         from sqsbatch import AsyncConsumer  # type: ignore[attr-defined,unused-ignore]  # noqa: PLC0415
     except ImportError:
         raise CliError("this sqsbatch has no AsyncConsumer yet") from None
     _export(connection(ctx))  # the async client is aioboto3's: it reads the environment
-    consumer: Any = AsyncConsumer(queue, function, config)
+    consumer: Any = AsyncConsumer(queue, function, config, limits=limits)
     err.print(f"consuming {queue} (async) with {_describe(config)}")
     run = consumer.run_until_idle(idle_seconds) if once else consumer.run()
     asyncio.run(run)

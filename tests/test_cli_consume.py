@@ -1,0 +1,161 @@
+"""`sqsbatch consume`: settings from flags, SQSBATCH_* and sqsbatch.toml; --once; bad handlers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from sqsbatch import Producer, create_queue
+from sqsbatch.cli.app import app
+from sqsbatch.local import LocalSqs
+from tests.sqs_helpers import depth
+
+runner = CliRunner()
+
+HANDLERS = """
+import json, pathlib
+
+def record(batch):
+    with open("batches.jsonl", "a") as out:
+        out.write(json.dumps(sorted(m.body for m in batch.messages)) + "\\n")
+
+def fail(batch):
+    raise RuntimeError("nope")
+
+async def later(batch):
+    pass
+
+not_callable = 42
+"""
+
+
+@pytest.fixture
+def handlers(tmp_path: Path) -> Path:
+    """A handler module in the current directory (conftest chdirs into tmp_path)."""
+    (tmp_path / "cli_handlers.py").write_text(HANDLERS)
+    return tmp_path
+
+
+def consume(local_sqs: LocalSqs, *args: str, env: Any = None) -> Result:
+    return runner.invoke(
+        app,
+        ["--endpoint-url", local_sqs.endpoint_url, "consume", *args, "--idle-seconds", "0.5"],
+        env=env,
+    )
+
+
+def batches(folder: Path) -> list[list[int]]:
+    lines = (folder / "batches.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def fill(sqs: Any, name: str, count: int) -> None:
+    create_queue(name, client=sqs)
+    Producer(name, client=sqs).send_batch([{"body": i} for i in range(count)])
+
+
+def test_once_consumes_until_idle_and_prints_stats(
+    local_sqs: LocalSqs, sqs: Any, name: str, handlers: Path
+) -> None:
+    fill(sqs, name, 5)
+    result = consume(
+        local_sqs,
+        "cli_handlers:record",
+        "-q",
+        name,
+        "--once",
+        "--max-batch-timeout",
+        "0.2",
+        "--json",
+    )
+    assert result.exit_code == 0, result.output
+    stats = json.loads(result.stdout)["stats"]
+    assert stats["acked"] == 5 and stats["received"] == 5
+    assert sorted(b for batch in batches(handlers) for b in batch) == [0, 1, 2, 3, 4]
+    assert depth(sqs, name) == 0
+
+
+def test_settings_come_from_the_file_the_environment_and_the_flags_in_that_order(
+    local_sqs: LocalSqs, sqs: Any, name: str, handlers: Path
+) -> None:
+    fill(sqs, name, 6)
+    (handlers / "sqsbatch.toml").write_text(
+        f'[[queues.consumers]]\nqueue = "{name}"\nmax_batch_size = 2\nmax_batch_timeout = 0.2\n'
+    )
+    assert consume(local_sqs, "cli_handlers:record", "-q", name, "--once").exit_code == 0
+    assert [len(b) for b in batches(handlers)] == [2, 2, 2]
+
+    (handlers / "batches.jsonl").unlink()
+    fill(sqs, name, 6)
+    env = {"SQSBATCH_MAX_BATCH_SIZE": "3"}
+    assert consume(local_sqs, "cli_handlers:record", "-q", name, "--once", env=env).exit_code == 0
+    assert [len(b) for b in batches(handlers)] == [3, 3]
+
+    (handlers / "batches.jsonl").unlink()
+    fill(sqs, name, 6)
+    args = ("cli_handlers:record", "-q", name, "--once", "--max-batch-size", "6")
+    assert consume(local_sqs, *args, env=env).exit_code == 0
+    assert [len(b) for b in batches(handlers)] == [6]
+
+
+def test_a_failing_handler_dead_letters_after_max_retries(
+    local_sqs: LocalSqs, sqs: Any, name: str, handlers: Path
+) -> None:
+    create_queue(name, dead_letter_queue=f"{name}-dlq", max_retries=1, client=sqs)
+    Producer(name, client=sqs).send("x")
+    result = consume(
+        local_sqs,
+        "cli_handlers:fail",
+        "-q",
+        name,
+        "--once",
+        "--max-retries",
+        "1",
+        "--dead-letter-queue",
+        f"{name}-dlq",
+        "--max-batch-timeout",
+        "0",
+        "--json",
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["stats"]["dead_lettered"] == 1
+    assert depth(sqs, f"{name}-dlq") == 1
+
+
+@pytest.mark.parametrize(
+    ("handler", "extra", "words"),
+    [
+        ("no_such_module:f", [], ["no_such_module"]),
+        ("cli_handlers:missing", [], ["missing"]),
+        ("cli_handlers:not_callable", [], ["not callable"]),
+        ("cli_handlers:later", [], ["--async"]),
+        ("cli_handlers:record", ["--max-batch-size", "500"], ["max_batch_size", "1..100"]),
+        ("cli_handlers:record", ["--dead-letter-queue", "SELF"], ["queue itself"]),
+    ],
+)
+def test_bad_handlers_and_settings_are_one_line_and_exit_1(
+    local_sqs: LocalSqs,
+    name: str,
+    handlers: Path,
+    *,
+    handler: str,
+    extra: list[str],
+    words: list[str],
+) -> None:
+    extra = [name if arg == "SELF" else arg for arg in extra]
+    result = consume(local_sqs, handler, "-q", name, "--once", *extra)
+    assert result.exit_code == 1, result.output
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: ") and "Traceback" not in result.output
+    for word in words:
+        assert word in line
+
+
+def test_a_missing_queue_is_one_line(local_sqs: LocalSqs, handlers: Path) -> None:
+    result = consume(local_sqs, "cli_handlers:record", "-q", "no-such-queue", "--once")
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines()[-1].startswith("error: queue does not exist")

@@ -1,0 +1,42 @@
+"""`sqsbatch demo --fast`: the whole story end to end, and where every message ended."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from sqsbatch.cli.app import app
+from sqsbatch.cli.demo_story import DemoSettings
+
+EXPECTED = {
+    "ok": {"acked"},
+    "flaky": {"acked after retries"},
+    "outage": {"acked after redrive"},
+    "poison": {"dead-letter queue"},
+}
+
+
+def test_demo_fast_ends_every_message_where_the_story_says() -> None:
+    result = CliRunner().invoke(app, ["demo", "--fast", "--json"])
+    assert result.exit_code == 0, result.output
+    outcome = json.loads(result.stdout)
+    settings = DemoSettings.fast()
+    assert outcome["complete"] is True
+    assert outcome["messages"] == settings.messages == len(outcome["details"])
+    for row in outcome["details"]:
+        assert row["ended"] in EXPECTED[row["kind"]], row
+    by_kind = {kind: sum(counts.values()) for kind, counts in outcome["by_kind"].items()}
+    assert set(by_kind) == set(EXPECTED)  # every kind of the story happened
+    poison = [row for row in outcome["details"] if row["kind"] == "poison"]
+    deliveries = 2 * (settings.max_retries + 1)  # dead-lettered, redriven once, dead-lettered
+    assert all(row["deliveries"] >= deliveries for row in poison)
+    assert outcome["redrive"]["moved"] >= by_kind["outage"] + by_kind["poison"]
+    assert outcome["requests"] == sum(outcome["requests_by_operation"].values()) > 0
+
+
+def test_demo_without_json_prints_the_closing_table() -> None:
+    result = CliRunner().invoke(app, ["demo", "--fast", "--messages", "12"])
+    assert result.exit_code == 0, result.output
+    assert "where 12 messages ended" in result.stdout
+    assert "requests by operation" in result.stdout
