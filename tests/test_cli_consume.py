@@ -102,6 +102,26 @@ def test_settings_come_from_the_file_the_environment_and_the_flags_in_that_order
     assert [len(b) for b in batches(handlers)] == [6]
 
 
+def test_async_handlers_run_with_async(
+    local_sqs: LocalSqs, sqs: Any, name: str, handlers: Path
+) -> None:
+    fill(sqs, name, 3)
+    result = consume(
+        local_sqs,
+        "cli_handlers:later",
+        "-q",
+        name,
+        "--async",
+        "--once",
+        "--max-batch-timeout",
+        "0.2",
+        "--json",
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["stats"]["acked"] == 3
+    assert depth(sqs, name) == 0
+
+
 def test_a_failing_handler_dead_letters_after_max_retries(
     local_sqs: LocalSqs, sqs: Any, name: str, handlers: Path
 ) -> None:
@@ -133,6 +153,7 @@ def test_a_failing_handler_dead_letters_after_max_retries(
         ("cli_handlers:missing", [], ["missing"]),
         ("cli_handlers:not_callable", [], ["not callable"]),
         ("cli_handlers:later", [], ["--async"]),
+        ("cli_handlers:record", ["--async"], ["drop --async"]),
         ("cli_handlers:record", ["--max-batch-size", "500"], ["max_batch_size", "1..100"]),
         ("cli_handlers:record", ["--dead-letter-queue", "SELF"], ["queue itself"]),
     ],

@@ -8,6 +8,8 @@ import inspect
 import logging
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
@@ -172,28 +174,34 @@ def _run_async(
     idle_seconds: float,
     limits: SqsLimits,
 ) -> tuple[dict[str, int], int]:
+    from sqsbatch.async_consumer import AsyncConsumer  # noqa: PLC0415 - aioboto3 is slow to load
+
+    with _exported(connection(ctx)):  # the async client is aioboto3's: it reads the env
+        consumer = AsyncConsumer(queue, function, config, limits=limits)
+        err.print(f"consuming {queue} (async) with {_describe(config)}")
+        asyncio.run(consumer.run_until_idle(idle_seconds) if once else consumer.run())
+    return consumer.stats.as_dict(), consumer.requests
+
+
+@contextmanager
+def _exported(conn: Connection) -> Iterator[None]:
+    """The connection options as the environment variables aioboto3 reads, for the block."""
+    wanted = {
+        "AWS_ENDPOINT_URL_SQS": conn.endpoint_url,
+        "AWS_DEFAULT_REGION": conn.region,
+        "AWS_REGION": conn.region,
+        "AWS_PROFILE": conn.profile,
+    }
+    saved = {name: os.environ.get(name) for name in wanted}
+    os.environ.update({name: value for name, value in wanted.items() if value is not None})
     try:
-        from sqsbatch import AsyncConsumer  # type: ignore[attr-defined,unused-ignore]  # noqa: PLC0415
-    except ImportError:
-        raise CliError("this sqsbatch has no AsyncConsumer yet") from None
-    _export(connection(ctx))  # the async client is aioboto3's: it reads the environment
-    consumer: Any = AsyncConsumer(queue, function, config, limits=limits)
-    err.print(f"consuming {queue} (async) with {_describe(config)}")
-    run = consumer.run_until_idle(idle_seconds) if once else consumer.run()
-    asyncio.run(run)
-    requests = consumer.requests
-    return consumer.stats.as_dict(), requests if isinstance(requests, int) else 0
-
-
-def _export(conn: Connection) -> None:
-    for name, value in (
-        ("AWS_ENDPOINT_URL_SQS", conn.endpoint_url),
-        ("AWS_DEFAULT_REGION", conn.region),
-        ("AWS_REGION", conn.region),
-        ("AWS_PROFILE", conn.profile),
-    ):
-        if value is not None:
-            os.environ[name] = value
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _describe(config: ConsumerConfig) -> str:
