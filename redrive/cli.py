@@ -20,7 +20,7 @@ from rich.table import Table
 from typer.core import TyperGroup
 
 from redrive.manual import start_native_move
-from redrive.report import event_line
+from redrive.report import event
 from redrive.settings import RedriveSettings
 from sqsbatch.errors import ConfigError, SqsBatchError
 from sqsbatch.transport import client_config, sqs_errors
@@ -167,9 +167,7 @@ def _native(settings: RedriveSettings, as_json: bool) -> None:
     for dlq in settings.dlqs:
         whole = int(rate) if rate is not None else None
         tasks[dlq] = start_native_move(dlq, to=settings.to, rate=whole, client=client)
-        logging.getLogger("redrive").info(
-            "%s", event_line({"action": "native-move", "dlq": dlq, "task": tasks[dlq]})
-        )
+        event(logging.INFO, {"action": "native-move", "dlq": dlq, "task": tasks[dlq]})
     typer.echo(json.dumps({"tasks": tasks}) if as_json else "\n".join(tasks.values()))
 
 

@@ -23,7 +23,7 @@ from redrive.bucket import TokenBucket
 from redrive.decide import DlqMessage, Kind, Verdict, decide, read, route
 from redrive.plan import Outcome, Step, counts, outcomes, plan
 from redrive.policy import BackoffPolicy, JitterSource, jitter_random
-from redrive.report import RedriveStats, event_line
+from redrive.report import RedriveStats, event
 from sqsbatch.calls import BatchRun
 from sqsbatch.errors import ConfigError, QueueNotFound, SqsBatchError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
@@ -31,8 +31,6 @@ from sqsbatch.sqs_sync import SyncSqs, default_client
 from sqsbatch.transport import is_transient, queue_name, receive_params
 
 __all__ = ["Redriver", "execute", "only_source"]
-
-log = logging.getLogger("redrive")
 
 SOURCES_TTL_SECONDS = 300.0
 """How long the answer of `ListDeadLetterSourceQueues` is trusted."""
@@ -101,25 +99,27 @@ class Redriver:
         """Redrive until `stop()` or SIGTERM/SIGINT; long-polls each DLQ in turn."""
         self._start()
         poll = max(1, self._wait_seconds // len(self.dlqs))
-        errors = 0
+        failures = 0
         with self._signals():
             while not self._stopping.is_set():
                 for dlq in self.dlqs:
                     if self._stopping.is_set():
                         break
                     self._wait_for_tokens()
-                    try:
-                        self._pass(dlq, poll)
-                        errors = 0
-                    except SqsBatchError as exc:
-                        if not is_transient(exc):
-                            raise
-                        errors += 1
-                        log.warning(
-                            "%s", event_line({"action": "error", "dlq": dlq, "error": str(exc)})
-                        )
-                        self._stopping.wait(min(20.0, 0.5 * 2**errors))
-        log.info("%s", event_line({"action": "stopped", **self.stats.as_dict()}))
+                    failures = self._guarded_pass(dlq, poll, failures)
+        event(logging.INFO, {"action": "stopped", **self.stats.as_dict()})
+
+    def _guarded_pass(self, dlq: str, poll: int, failures: int) -> int:
+        """One pass of `run()`; transient SQS errors back off. Returns consecutive failures."""
+        try:
+            self._pass(dlq, poll)
+        except SqsBatchError as exc:
+            if not is_transient(exc):
+                raise
+            event(logging.WARNING, {"action": "error", "dlq": dlq, "error": str(exc)})
+            self._stopping.wait(min(20.0, 0.5 * 2 ** min(failures, 6)))
+            return failures + 1
+        return 0
 
     def run_once(self, *, wait_seconds: int = 1) -> RedriveStats:
         """Move what is due now, hide what is not, then return this run's counters.
@@ -238,9 +238,7 @@ class Redriver:
         previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
 
         def graceful(signum: int, frame: object) -> None:
-            log.info(
-                "%s", event_line({"action": "stopping", "signal": signal.Signals(signum).name})
-            )
+            event(logging.INFO, {"action": "stopping", "signal": signal.Signals(signum).name})
             self.stop()
 
         for sig in previous:
@@ -295,4 +293,4 @@ def _log(dlq: str, outcome: Outcome, wall_now: float) -> None:
     }
     quiet = row.action in ("moved", "parked", "delayed", "throttled") and not row.error
     level = logging.INFO if quiet else logging.WARNING
-    log.log(level, "%s", event_line(fields), extra={"redrive": fields})
+    event(level, fields)

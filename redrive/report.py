@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-__all__ = ["MoveReport", "MoveRow", "RedriveStats", "event_line"]
+__all__ = ["MoveReport", "MoveRow", "RedriveStats", "event", "event_line"]
 
 
 @dataclass
@@ -97,3 +98,8 @@ def event_line(fields_: Mapping[str, Any]) -> str:
             text = json.dumps(text)
         parts.append(f"{key}={text}")
     return " ".join(parts)
+
+
+def event(level: int, fields_: Mapping[str, Any]) -> None:
+    """Log one action on the `redrive` logger: the line, and the fields for JSON formatters."""
+    logging.getLogger("redrive").log(level, "%s", event_line(fields_), extra={"redrive": fields_})

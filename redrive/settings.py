@@ -67,6 +67,7 @@ class RedriveSettings(BaseSettings):
     parking_queue: str | None = Field(None, min_length=1)
     native: bool = False
     visibility_timeout: Count = Field(30, ge=1, le=43_200)
+    wait_seconds: Count = Field(20, ge=1, le=20)
     endpoint_url: str | None = None
     region: str | None = None
 
@@ -110,6 +111,7 @@ class RedriveSettings(BaseSettings):
             rate=self.rate,
             client=client,
             visibility_timeout=self.visibility_timeout,
+            wait_seconds=self.wait_seconds,
         )
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -158,3 +160,29 @@ def test_the_redrive_script_runs_as_a_subprocess(sqs: Any, name: str, local_sqs:
     assert json.loads(done.stdout)["moved"] == 1
     assert '"action": "moved"' in done.stderr
     assert bodies(sqs, source) == [3]
+
+
+def test_sigterm_stops_the_daemon_gracefully(sqs: Any, name: str, local_sqs: LocalSqs) -> None:
+    # Given `redrive run` (forever) with a short long poll, moving one message
+    source, dlq = make_queues(sqs, name)
+    dead_letter(sqs, dlq, source, [4])
+    script = Path(sys.executable).parent / "redrive"
+    env = {**os.environ, **local_sqs.environment(), "REDRIVE_WAIT_SECONDS": "1"}
+    command = [str(script), "run", "--dlq", dlq, "--base-delay", "0", "--jitter", "0", "--json"]
+    daemon = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while depth(sqs, source) == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        # When it gets SIGTERM
+        daemon.send_signal(signal.SIGTERM)
+        out, errors = daemon.communicate(timeout=30)
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+    # Then it finishes, exits 0 and prints its counters
+    assert daemon.returncode == 0, errors
+    assert json.loads(out)["moved"] == 1
+    assert "SIGTERM" in errors

@@ -24,6 +24,7 @@ from tests.test_redrive_support import (
     dead_letter,
     make_queues,
     server_error,
+    throttled,
 )
 
 NOW = BackoffPolicy(base_delay=0, jitter=0)
@@ -254,3 +255,19 @@ def test_run_stops_gracefully_on_stop(sqs: Any, name: str) -> None:
     runner.join(timeout=30)
     assert not runner.is_alive()
     assert bodies(sqs, source) == [1, 2]
+
+
+def test_run_backs_off_from_throttled_receives_and_carries_on(sqs: Any, name: str) -> None:
+    source, dlq = make_queues(sqs, name)
+    dead_letter(sqs, dlq, source, [1])
+    faulty = Faulty(sqs, "receive_message", throttled, times=2)
+    redriver = Redriver(dlq, policy=NOW, client=faulty, wait_seconds=1)
+    runner = threading.Thread(target=redriver.run)
+    runner.start()
+    deadline = time.monotonic() + 15
+    while redriver.stats.moved < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    redriver.stop()
+    runner.join(timeout=30)
+    assert faulty.calls.count("receive_message") >= 3
+    assert bodies(sqs, source) == [1]

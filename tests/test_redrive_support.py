@@ -88,6 +88,13 @@ def bodies(sqs: Any, queue: str) -> list[Any]:
     return sorted(message["body"] for message in contents(sqs, queue))
 
 
+def throttled(op: str) -> Exception:
+    error: Exception = ClientError(
+        {"Error": {"Code": "ThrottlingException", "Message": "slow"}}, op
+    )
+    return error
+
+
 def server_error(op: str) -> Exception:
     error: Exception = ClientError({"Error": {"Code": "InternalError", "Message": "injected"}}, op)
     return error
@@ -98,12 +105,15 @@ class Crash(Exception):
 
 
 class Faulty:
-    """Proxies `client`; calls of the armed operation raise `error(op)`."""
+    """Proxies `client`; calls of the armed operation raise `error(op)` (the first `times`)."""
 
-    def __init__(self, client: Any, op: str, error: Callable[[str], Exception]) -> None:
+    def __init__(
+        self, client: Any, op: str, error: Callable[[str], Exception], times: int | None = None
+    ) -> None:
         self._client = client
         self._op = op
         self._error = error
+        self._left = times
         self.calls: list[str] = []
 
     def __getattr__(self, op: str) -> Any:
@@ -113,7 +123,8 @@ class Faulty:
 
         def call(**params: Any) -> Any:
             self.calls.append(op)
-            if op == self._op:
+            if op == self._op and self._left != 0:
+                self._left = None if self._left is None else self._left - 1
                 raise self._error(op)
             return target(**params)
 
