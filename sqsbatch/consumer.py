@@ -23,13 +23,19 @@ from sqsbatch.batching import BatchWindow
 from sqsbatch.calls import BatchRun
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.consuming import (
+    Assembly,
     ConsumerStats,
     Plan,
+    Watch,
+    check_dead_letter_queue,
+    connections_for,
     extended,
+    handler_end,
     heartbeat_entries,
-    next_heartbeat,
     plan_settlement,
     receive_visibility,
+    refusals,
+    sent_keys,
     split_received,
     tally,
 )
@@ -66,9 +72,7 @@ class Consumer:
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.config = config if config is not None else ConsumerConfig.load(queue)
-        dlq = self.config.dead_letter_queue
-        if dlq is not None and queue_name(dlq) == queue_name(queue):
-            raise ConfigError(f"dead_letter_queue={dlq!r} is the queue itself")
+        check_dead_letter_queue(queue, self.config)
         self.queue = queue
         self.handler = handler
         self.stats = ConsumerStats()
@@ -78,7 +82,7 @@ class Consumer:
         self._fifo = is_fifo(queue)
         self._stopping = threading.Event()
         self._random = random.Random()
-        pool = self.config.max_concurrency * 2 + 2
+        pool = connections_for(self.config)
         self._sqs = SyncSqs(
             client if client is not None else default_client(max_pool_connections=pool)
         )
@@ -154,21 +158,14 @@ class Consumer:
         window: BatchWindow[_Delivery] = BatchWindow(
             self.config.max_batch_size, self.config.max_batch_timeout, self._limits
         )
+        assembly = Assembly(window, idle_seconds, busy)
         now = self._clock()
-        while not window.is_due(now):
-            if self._stopping.is_set() and not window.is_open:
-                break  # stopped: receive nothing new (a partial batch is still delivered)
-            cap = None
-            if idle_seconds is not None:
-                cap = idle_seconds - self._idle_for()
-                if not window.is_open and cap <= 0:
-                    break
-            asked = window.want()
-            wait_seconds = window.wait_seconds(now, cap=cap)
+        stopping = self._stopping.is_set
+        while ask := assembly.next_receive(now, self._idle_for(), stopping=stopping()):
+            asked, wait_seconds = ask
             received = self._receive(asked, wait_seconds, window.remaining(now))
             now = self._clock()
-            window.add(received, asked=asked, now=now)
-            if self._stopping.is_set() or (busy and not window.is_open):
+            if not assembly.add(received, asked=asked, now=now, stopping=stopping()):
                 break
         return window.take()
 
@@ -205,7 +202,7 @@ class Consumer:
 
     def _postpone(self, plan: Settlement) -> None:
         first = self._sqs.execute(BatchRun(plan.first, limits=self._limits))
-        sent = {result.key for result in first.ok()}
+        sent = sent_keys(first)
         self._sqs.execute(BatchRun(plan.second(sent), limits=self._limits))
         self.stats.add({"postponed": len(sent)})
 
@@ -247,22 +244,22 @@ class Consumer:
                 done.set()
 
         threading.Thread(target=call_handler, name="sqsbatch-handler", daemon=True).start()
-        deadline = self._clock() + self.config.handler_timeout
+        watch = Watch.start(self._clock(), self.config)
         deliveries = batch._deliveries
+        timed_out = False
         while not done.is_set():
             now = self._clock()
-            if now >= deadline:
-                self.stats.add({"handler_timeouts": 1})
-                log.error("handler for %s ran past %s s", self.queue, self.config.handler_timeout)
-                return Outcome.TIMED_OUT, None
-            wake = min(deadline, next_heartbeat(deliveries, self.config.visibility_timeout))
-            if not done.wait(max(0.0, wake - now)):
+            if watch.timed_out(now):
+                timed_out = True  # the thread cannot be stopped: it runs on, unwaited
+                break
+            if not done.wait(max(0.0, watch.wake_at(deliveries) - now)):
                 self._heartbeat(deliveries)
-        if failure:
-            self.stats.add({"handler_errors": 1})
-            log.warning("handler for %s raised %r", self.queue, failure[0])
-            return Outcome.RAISED, failure[0]
-        return Outcome.RETURNED, None
+        error = None if timed_out or not failure else failure[0]
+        end = handler_end(self.queue, self.config, timed_out=timed_out, error=error)
+        self.stats.add(end.counts)
+        if end.log is not None:
+            log.log(end.log[0], "%s", end.log[1])
+        return end.outcome, end.error
 
     def _heartbeat(self, deliveries: list[_Delivery]) -> None:
         now = self._clock()
@@ -279,12 +276,11 @@ class Consumer:
 
     def _settle(self, plan: Plan) -> None:
         first = self._sqs.execute(BatchRun(plan.settlement.first, limits=self._limits))
-        sent = {result.key for result in first.ok() if result.key.startswith("s")}
+        sent = sent_keys(first)
         second = self._sqs.execute(BatchRun(plan.settlement.second(sent), limits=self._limits))
         counts = tally(plan, first, second)
-        for result in (*first.failed(), *second.failed()):
-            level = logging.INFO if result.gone else logging.ERROR
-            log.log(level, "settling on %s: %s %s", self.queue, result.code, result.message or "")
+        for level, text in refusals(first, second):
+            log.log(level, "settling on %s: %s", self.queue, text)
         self.stats.add(counts)
 
     @contextmanager
