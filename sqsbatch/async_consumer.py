@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
 from typing import Any, Protocol
 
+from sqsbatch.backoff import pause_seconds
 from sqsbatch.batching import BatchWindow
 from sqsbatch.calls import BatchRun
 from sqsbatch.config import ConsumerConfig
@@ -34,7 +35,6 @@ from sqsbatch.consuming import (
     heartbeat_entries,
     is_async_handler,
     plan_settlement,
-    receive_backoff,
     receive_visibility,
     refusals,
     sent_keys,
@@ -99,6 +99,7 @@ class AsyncConsumer:
         self._url = ""
         self._dlq_url: str | None = None
         self._last_activity = 0.0
+        self._failures = 0  # consecutive failed receives
         self._abandoned: set[asyncio.Task[object]] = set()
 
     @property
@@ -215,11 +216,13 @@ class AsyncConsumer:
             raw = (await self._sqs.call("receive_message", params)).get("Messages", [])
         except SqsBatchError as exc:
             self.stats.add({"receive_errors": 1})
-            delay = receive_backoff(self.stats.receive_errors, self._random)
-            log.warning("receive from %s failed (%s); retrying in %s s", self.queue, exc, delay)
+            self._failures += 1
+            pause = pause_seconds(self._failures, random=self._random)
+            log.warning("receive from %s failed (%s); retrying in %.1f s", self.queue, exc, pause)
             with suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), delay)
+                await asyncio.wait_for(self._stopping.wait(), pause)
             return []
+        self._failures = 0
         received = split_received(
             raw,
             queue_url=self._url,
