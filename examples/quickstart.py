@@ -1,0 +1,55 @@
+"""Cloudflare Queues' consumer model on SQS: ack, retry with backoff, dead-letter.
+
+Run against the local SQS of `sqsbatch dev` (or real SQS with your credentials):
+    AWS_ENDPOINT_URL_SQS=http://127.0.0.1:4566 python examples/quickstart.py
+"""
+
+from __future__ import annotations
+
+import logging
+
+from sqsbatch import (
+    Consumer,
+    ConsumerConfig,
+    MessageBatch,
+    Producer,
+    create_queue,
+    exponential_backoff,
+)
+
+
+class PaymentDeclined(Exception):
+    """A failure worth retrying later."""
+
+
+def charge(order: dict[str, int], attempt: int) -> None:
+    """Stand-in for a payment API: every third order is declined on its first try."""
+    if order["id"] % 3 == 0 and attempt == 1:
+        raise PaymentDeclined(f"order {order['id']}: card declined, try again")
+
+
+def handle(batch: MessageBatch) -> None:
+    for message in batch.messages:
+        try:
+            charge(message.body, message.attempts)
+        except PaymentDeclined:
+            # back off about 1 s, 2 s, 4 s... (plus jitter) by the delivery count
+            message.retry(delay_seconds=exponential_backoff(message.attempts, base_seconds=1))
+        else:
+            message.ack()
+
+
+def main(idle_seconds: float = 5.0) -> None:
+    create_queue("orders", dead_letter_queue="orders-dlq", max_retries=3)
+    Producer("orders").send_batch([{"body": {"id": n}} for n in range(30)])
+    config = ConsumerConfig(
+        max_batch_size=30, max_batch_timeout=1, max_retries=3, dead_letter_queue="orders-dlq"
+    )
+    consumer = Consumer("orders", handle, config)
+    consumer.run_until_idle(idle_seconds)  # `consumer.run()` in a service: until SIGTERM
+    print(consumer.stats.as_dict())
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO)
+    main()
