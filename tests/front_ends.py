@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import importlib.util
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import aioboto3
@@ -24,6 +27,16 @@ from sqsbatch.transport import client_config
 
 Script = Callable[[MessageBatch], None]
 LambdaFunction = Callable[[Mapping[str, Any], Any], Mapping[str, Any]]
+
+
+def load_example(name: str) -> ModuleType:
+    """A fresh copy of examples/NAME.py (its module-level state is the test's own)."""
+    path = Path(__file__).resolve().parent.parent / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"example_{name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def aio_client(sync_client: Any, *, max_pool_connections: int = 10) -> Any:

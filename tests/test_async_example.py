@@ -1,0 +1,54 @@
+"""examples/ecs_worker.py runs: until idle (a batch job) and until SIGTERM (an ECS task)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from sqsbatch import Producer, create_queue
+from sqsbatch.local import LocalSqs
+from tests.front_ends import load_example
+from tests.sqs_helpers import depth
+
+
+@pytest.fixture
+def worker_env(local_sqs: LocalSqs, name: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The environment an ECS task definition would set, pointing at the local SQS."""
+    for key, value in local_sqs.environment().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("QUEUE_NAME", name)
+    monkeypatch.setenv("SQSBATCH_MAX_BATCH_TIMEOUT", "0.2")
+    sqs = local_sqs.client()
+    create_queue(name, client=sqs)
+    Producer(name, client=sqs).send_batch([{"body": {"id": n}} for n in range(5)])
+    return sqs
+
+
+def test_the_ecs_worker_runs_until_idle(worker_env: Any, name: str) -> None:
+    consumer = load_example("ecs_worker").main(idle_seconds=1.0)
+    assert consumer.stats.acked == 5
+    assert depth(worker_env, name) == 0
+
+
+def test_the_ecs_worker_stops_gracefully_on_sigterm(worker_env: Any, name: str) -> None:
+    # Given the worker running as a service, its five messages handled
+    def stop_task() -> None:
+        # When ECS sends SIGTERM during a long poll, and a message arrives just after
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.2)
+        Producer(name, client=worker_env).send({"id": 99})
+
+    timer = threading.Timer(1.5, stop_task)
+    timer.start()
+    try:
+        consumer = load_example("ecs_worker").main()
+    finally:
+        timer.cancel()
+    # Then the poll under way ended early, what it returned was delivered, all was settled
+    assert consumer.stats.acked == consumer.stats.received == 6
+    assert depth(worker_env, name) == 0
