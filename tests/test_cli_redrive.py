@@ -114,6 +114,10 @@ def test_filter_then_move_to_the_source(local_sqs: LocalSqs, sqs: Any, dead: str
     assert report["moved"] == 2 and report["failed"] == 0
     assert {row["target"] for row in report["messages"] if row["action"] == "moved"} == {source}
     assert depth(sqs, source) == 2 and depth(sqs, dead) == 2
+    shown = runner.invoke(
+        app, ["--endpoint-url", local_sqs.endpoint_url, "inspect", source, "--json"]
+    )
+    assert {m["redrives"] for m in json.loads(shown.stdout)["messages"]} == {1}
 
 
 def test_attribute_filter_limit_and_to(local_sqs: LocalSqs, sqs: Any, dead: str, name: str) -> None:
@@ -141,3 +145,15 @@ def test_asks_first(local_sqs: LocalSqs, sqs: Any, dead: str) -> None:
     assert depth(sqs, dead) == 4
     assert redrive(local_sqs, dead, input="y\n").exit_code == 0
     assert depth(sqs, dead) == 0
+
+
+def test_a_message_with_nowhere_to_go_stays_and_exits_1(
+    local_sqs: LocalSqs, sqs: Any, name: str
+) -> None:
+    create_queue(name, client=sqs)  # a DLQ of nothing: no source queue known
+    Producer(name, client=sqs).send("orphan")
+    result = redrive(local_sqs, name, "--yes")
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines()[-1].startswith("error: 1 message(s) could not")
+    assert "unroutable" in result.stdout
+    assert depth(sqs, name) == 1

@@ -90,21 +90,17 @@ def consume(
     Settings not given as flags come from SQSBATCH_* variables, then from the queue's
     [[queues.consumers]] table in sqsbatch.toml ($SQSBATCH_CONFIG_FILE), then the defaults.
     """
-    overrides: dict[str, object] = {
-        key: value
-        for key, value in {
-            "max_batch_size": max_batch_size,
-            "max_batch_timeout": max_batch_timeout,
-            "max_retries": max_retries,
-            "dead_letter_queue": dead_letter_queue,
-            "retry_delay": retry_delay,
-            "max_concurrency": max_concurrency,
-            "visibility_timeout": visibility_timeout,
-        }.items()
-        if value is not None
-    }
+    given = _given(
+        max_batch_size=max_batch_size,
+        max_batch_timeout=max_batch_timeout,
+        max_retries=max_retries,
+        dead_letter_queue=dead_letter_queue,
+        retry_delay=retry_delay,
+        max_concurrency=max_concurrency,
+        visibility_timeout=visibility_timeout,
+    )
     function = load_handler(handler)
-    config = ConsumerConfig.load(queue, None, **overrides)
+    config = ConsumerConfig.load(queue, None, **given)  # flags > SQSBATCH_* > toml
     _check_kind(function, handler, use_async=use_async)
     _log_to_stderr()
     client_pool = config.max_concurrency * 2 + 2
@@ -131,6 +127,11 @@ def consume(
             limits=limits,
         )
     _report(queue, stats, requests, as_json=as_json)
+
+
+def _given(**flags: object) -> dict[str, object]:
+    """The flags given on the command line: only they override the environment and the file."""
+    return {name: value for name, value in flags.items() if value is not None}
 
 
 def _check_kind(function: Any, spec: str, *, use_async: bool) -> None:

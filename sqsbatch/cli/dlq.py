@@ -16,7 +16,7 @@ from rich.table import Table
 if TYPE_CHECKING:
     from redrive import MoveReport, MoveRow
 
-from sqsbatch.cli.common import CliError, ask, err, out, print_json, queue_attributes, sqs_for
+from sqsbatch.cli.common import CliError, ask, err, fail, out, print_json, queue_attributes, sqs_for
 from sqsbatch.cli.filters import Select, parse_filters
 from sqsbatch.transport import queue_name
 
@@ -163,4 +163,4 @@ def _show(name: str, report: MoveReport, *, dry_run: bool, as_json: bool) -> Non
                 table.add_row(row.id, row.source or "-", row.target or "-", row.error_type, action)
         out.print(table)
     if report.failed:
-        raise typer.Exit(1)
+        raise fail(f"{report.failed} message(s) could not be moved; they stay in {name}")
