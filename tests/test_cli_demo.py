@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 
+from rich.console import Console
 from typer.testing import CliRunner
 
 from sqsbatch.cli.app import app
+from sqsbatch.cli.demo import _summary
 from sqsbatch.cli.demo_story import DemoSettings
 
 EXPECTED = {
@@ -35,8 +37,22 @@ def test_demo_fast_ends_every_message_where_the_story_says() -> None:
     assert outcome["requests"] == sum(outcome["requests_by_operation"].values()) > 0
 
 
-def test_demo_without_json_prints_the_closing_table() -> None:
-    result = CliRunner().invoke(app, ["demo", "--fast", "--messages", "12"])
-    assert result.exit_code == 0, result.output
-    assert "where 12 messages ended" in result.stdout
-    assert "requests by operation" in result.stdout
+def test_the_closing_table_shows_every_kind_and_the_cost() -> None:
+    outcome = {
+        "messages": 4,
+        "seconds": 1.0,
+        "requests": 9,
+        "requests_per_message": 2.25,
+        "requests_by_operation": {"ReceiveMessage": 5, "SendMessageBatch": 4},
+        "ended": {"acked": 2, "acked after redrive": 1, "dead-letter queue": 1},
+        "by_kind": {
+            "ok": {"acked": 2},
+            "outage": {"acked after redrive": 1},
+            "poison": {"dead-letter queue": 1},
+        },
+    }
+    console = Console(width=200, record=True)
+    console.print(_summary(outcome))
+    text = console.export_text()
+    assert "where 4 messages ended" in text and "2.25 per message" in text
+    assert "acked after redrive" in text and "ReceiveMessage 5" in text
