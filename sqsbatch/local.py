@@ -7,6 +7,7 @@ Used by the tests, `sqsbatch demo` and `sqsbatch dev`. Needs the `local` extra
 from __future__ import annotations
 
 import logging
+import socket
 from types import TracebackType
 from typing import Any, Self
 
@@ -36,6 +37,8 @@ class LocalSqs:
             from moto.server import ThreadedMotoServer  # noqa: PLC0415 - an optional extra
         except ImportError as exc:
             raise SqsBatchError("the local SQS needs moto: pip install 'sqsbatch[local]'") from exc
+        if self._port:
+            _check_free(self._host, self._port)
         # moto logs every request through werkzeug; only errors are worth showing.
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         self._server = ThreadedMotoServer(ip_address=self._host, port=self._port, verbose=False)
@@ -76,3 +79,15 @@ class LocalSqs:
         traceback: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _check_free(host: str, port: int) -> None:
+    """Fail at once on a taken port: moto's server thread would only log it, and start() hang."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as werkzeug binds
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise SqsBatchError(
+                f"cannot serve a local SQS on {host}:{port}: {exc.strerror}"
+            ) from None

@@ -36,5 +36,5 @@ def test_seeded_random_is_repeatable() -> None:
     ],
 )
 def test_bad_input(kwargs: dict[str, float]) -> None:
-    with pytest.raises(ValueError, match="invalid|>= 0"):
+    with pytest.raises(ValueError, match=r"invalid|>= 0"):
         exponential_backoff(**kwargs)  # type: ignore[arg-type]

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import signal
-import socket
 import threading
 from typing import Annotated
 
 import typer
 
-from sqsbatch.cli.common import CliError, err
+from sqsbatch.cli.common import err
 from sqsbatch.local import LocalSqs
 
 __all__ = ["app"]
@@ -26,9 +25,7 @@ def dev(
     Prints the `export` lines that point boto3, sqsbatch and the AWS CLI at it; stops cleanly on
     Ctrl-C or SIGTERM. Queues live in memory and are gone when it stops.
     """
-    _check_free(port)
-    server = LocalSqs(port=port)
-    server.start()
+    server = LocalSqs(port=port).start()  # a taken port fails here, in one line
     try:
         for name, value in server.environment().items():
             typer.echo(f"export {name}={value}")
@@ -37,17 +34,6 @@ def dev(
     finally:
         server.stop()
     err.print("stopped")
-
-
-def _check_free(port: int) -> None:
-    """A busy port fails here, in one line (moto's server thread would only log it)."""
-    if port == 0:
-        return
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError as exc:
-            raise CliError(f"cannot serve on 127.0.0.1:{port}: {exc.strerror or exc}") from None
 
 
 def _wait_for_signal() -> None:
