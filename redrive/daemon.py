@@ -65,7 +65,9 @@ class Redriver:
         self.dlqs = [dlqs] if isinstance(dlqs, str) else list(dlqs)
         _check_queues(self.dlqs, to, parking_queue)
         if isinstance(visibility_timeout, bool) or not 1 <= visibility_timeout <= 43_200:
-            raise ConfigError(f"visibility_timeout={visibility_timeout!r} (accepted: 1..43200)")
+            raise ConfigError(
+                f"visibility_timeout={visibility_timeout!r} is invalid (accepted: int 1..43200)"
+            )
         self.policy = policy if policy is not None else BackoffPolicy()
         self.to = to
         self.parking_queue = parking_queue

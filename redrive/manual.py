@@ -101,6 +101,9 @@ class _Move:
     def _batch(self, messages: list[DlqMessage]) -> None:
         moves: list[Step] = []
         for message in messages:
+            if self.limit is not None and self.taken >= self.limit:
+                self.held[message.message_id] = message.receipt_handle  # not looked at
+                continue
             row = self._look(message)
             if row is None:
                 verdict = Verdict(Kind.MOVE, target=self._target(message))
@@ -117,8 +120,6 @@ class _Move:
         target = self._target(message)
         error = message.message.envelope.error
         row = MoveRow(message.message.id, source, None, error.type if error else None, "skipped")
-        if self.limit is not None and self.taken >= self.limit:
-            return row
         if self.select is not None and not self.select(message.message):
             return row
         if target is None:

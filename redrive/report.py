@@ -46,8 +46,8 @@ class RedriveStats:
 class MoveRow:
     """One message of a move: what it was, where it went (or would go) and what happened.
 
-    `action` is one of `moved`, `would-move` (dry run), `skipped` (not selected, or past the
-    limit), `unroutable`, `failed`; for the daemon also `delayed`, `throttled`, `exhausted`,
+    `action` is one of `moved`, `would-move` (dry run), `skipped` (not selected),
+    `unroutable`, `failed`; for the daemon also `delayed`, `throttled`, `exhausted`,
     `parked`. `error_type` is the failure recorded when the message was dead-lettered;
     `error` says why this move failed, when it did.
     """
@@ -68,7 +68,8 @@ class MoveReport:
     """The outcome of `move_now`: counts and one row per message looked at.
 
     `moved` counts the messages moved (in a dry run: that would be moved); `skipped` those not
-    selected or past the limit; `failed` those that could not go (refused, or no source known).
+    selected; `failed` those that could not go (refused, or no source known). Messages received
+    past the limit are released without a row.
     """
 
     moved: int = 0
