@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from redrive.policy import BackoffPolicy
-from sqsbatch.envelope import DecodedMessage, decode
+from sqsbatch.envelope import ATTRIBUTE, DecodedMessage, decode
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.settlement import visibility_allowed
 
@@ -73,8 +73,16 @@ def read(raw: Mapping[str, Any]) -> DlqMessage:
     """A `ReceiveMessage` entry (with `RECEIVE_SYSTEM_ATTRIBUTES` and all message attributes)."""
     system: Mapping[str, str] = raw.get("Attributes") or {}
     first = system.get("ApproximateFirstReceiveTimestamp")
+    try:
+        decoded = decode(raw)
+    except (TypeError, ValueError, KeyError):
+        # A `sqsbatch` attribute that claims our version but does not parse: read the message
+        # as foreign (routed by SQS's attributes) rather than let one message stop the daemon.
+        attributes = dict(raw.get("MessageAttributes") or {})
+        attributes.pop(ATTRIBUTE, None)
+        decoded = decode({**raw, "MessageAttributes": attributes})
     return DlqMessage(
-        message=decode(raw),
+        message=decoded,
         receipt_handle=str(raw["ReceiptHandle"]),
         message_id=str(raw["MessageId"]),
         first_received_at=int(first) / 1000 if first else None,

@@ -196,6 +196,19 @@ def test_read_takes_the_system_attributes_routing_needs() -> None:
     assert (message.redrives, message.message.body) == (0, "plain")
 
 
+def test_a_message_with_broken_metadata_reads_as_foreign() -> None:
+    broken = '{"v":1,"ct":"json","a":"lots","err":{"unexpected":1}}'
+    raw = {
+        "MessageId": "sqs-2",
+        "ReceiptHandle": "rh",
+        "Body": "{}",
+        "Attributes": {"SentTimestamp": "1800000000000"},
+        "MessageAttributes": {"sqsbatch": {"DataType": "String", "StringValue": broken}},
+    }
+    message = read(raw)
+    assert (message.message.id, message.message.body, message.redrives) == ("sqs-2", "{}", 0)
+
+
 # -- the copies ----------------------------------------------------------------------------------
 
 
