@@ -310,7 +310,7 @@ class AsyncConsumer:
             BatchRun(plan.settlement.second(sent), limits=self._limits)
         )
         counts = tally(plan, first, second)
-        for level, text in refusals(first, second):
+        for level, text in refusals(first, second, refused=plan.settlement.refused):
             log.log(level, "settling on %s: %s", self.queue, text)
         self.stats.add(counts)
 

@@ -323,12 +323,16 @@ def sent_keys(first: BatchRun) -> set[str]:
     return {result.key for result in first.ok() if result.key.startswith("s")}
 
 
-def refusals(*runs: BatchRun) -> list[tuple[int, str]]:
-    """(log level, text) per entry SQS refused; an expired receipt is no error of ours."""
-    return [
+def refusals(*runs: BatchRun, refused: Mapping[int, str] | None = None) -> list[tuple[int, str]]:
+    """(log level, text) per entry SQS refused, or copy it would refuse; an expired receipt is
+    no error of ours."""
+    found = [
         (logging.INFO if result.gone else logging.ERROR, f"{result.code} {result.message or ''}")
         for run in runs
         for result in run.failed()
+    ]
+    return found + [
+        (logging.ERROR, f"left for the RedrivePolicy: {why}") for why in (refused or {}).values()
     ]
 
 
@@ -344,7 +348,9 @@ def tally(plan: Plan, first: BatchRun, second: BatchRun) -> dict[str, int]:
     for result in (*first.failed(), *second.failed()):
         failed.setdefault(int(result.key[1:]), []).append(result.gone)
     for index, kind in enumerate(plan.kinds):
-        if index not in failed:
+        if index in plan.settlement.refused:
+            counts["settle_failures"] += 1
+        elif index not in failed:
             counts[_COUNTER[kind]] += 1
         elif all(failed[index]):
             counts["expired_receipts"] += 1

@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, TypeVar
 
 from sqsbatch.errors import MessageError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
@@ -37,6 +37,7 @@ __all__ = [
 ]
 
 ATTRIBUTE = "sqsbatch"
+T = TypeVar("T")
 VERSION = 1
 ContentType = Literal["json", "text", "bytes"]
 CONTENT_TYPES: tuple[ContentType, ...] = ("json", "text", "bytes")
@@ -100,17 +101,26 @@ class Envelope:
             return None
         if not isinstance(data, dict) or data.get("v") != VERSION:
             return None
+        try:
+            return cls._from_data(data)
+        except (KeyError, TypeError, ValueError):
+            return None  # corrupt: read as a foreign message rather than crash a consumer
+
+    @classmethod
+    def _from_data(cls, data: dict[str, Any]) -> Envelope:
         error = data.get("err")
         content_type = data.get("ct", "text")
         return cls(
-            id=data.get("id"),
-            timestamp=data.get("ts"),
+            id=_optional(str, data.get("id")),
+            timestamp=_optional(float, data.get("ts")),
             content_type=content_type if content_type in CONTENT_TYPES else "text",
             base_attempts=int(data.get("a", 0)),
             redrives=int(data.get("rd", 0)),
-            source_queue=data.get("q"),
-            error=ErrorInfo(**error) if isinstance(error, dict) else None,
-            due_at=data.get("due"),
+            source_queue=_optional(str, data.get("q")),
+            error=ErrorInfo(str(error["type"]), str(error["message"]), float(error["at"]))
+            if isinstance(error, dict)
+            else None,
+            due_at=_optional(float, data.get("due")),
         )
 
     def failed(self, exc_type: str, message: str, *, at: float) -> Envelope:
@@ -236,6 +246,10 @@ def decode(raw: Mapping[str, Any], *, base_attempts_override: int | None = None)
 def carry(message: DecodedMessage) -> Envelope:
     """The envelope a re-sent copy of `message` carries: its id and timestamp, kept."""
     return replace(message.envelope, id=message.id, timestamp=message.timestamp.timestamp())
+
+
+def _optional(kind: type[T], value: object) -> T | None:
+    return None if value is None else kind(value)  # type: ignore[call-arg]
 
 
 def _decode_body(text: str, content_type: ContentType) -> Any:

@@ -162,7 +162,7 @@ class LambdaAdapter:
         decided = report(plan.kinds, {int(key[1:]) for key in sent}, groups, fifo=fifo)
         deletes = [e for e in plan.settlement.second(sent) if int(e.key[1:]) in decided.delete]
         second = sqs.execute(BatchRun(deletes, limits=self._limits))
-        for level, text in refusals(first, second):
+        for level, text in refusals(first, second, refused=plan.settlement.refused):
             log.log(level, "settling on %s: %s", batch.queue, text)
         for message, kind in zip(batch.messages, plan.kinds, strict=True):
             if kind is ActionKind.DROP:

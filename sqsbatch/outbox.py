@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqsbatch.calls import Entry
@@ -67,6 +67,11 @@ def send_entry(
 ) -> Entry:
     """A `SendMessageBatch` entry, checked against SQS's rules before any call."""
     attributes = {**message.attributes, META: message.envelope.to_attribute()}
+    if len(attributes) > limits.max_attributes:
+        raise MessageError(
+            f"message {key} has {len(attributes) - 1} message attributes: with sqsbatch's it "
+            f"would be {len(attributes)}, and SQS allows {limits.max_attributes}"
+        )
     size = payload_size(message.body, attributes)
     if size > limits.max_payload_bytes:
         raise MessageError(
@@ -119,6 +124,9 @@ class Settlement:
     always_delete: list[Entry]
     delete_after_send: dict[str, Entry]
     """Delete entries keyed by the send entry that must succeed first."""
+    refused: dict[int, str] = field(default_factory=dict)
+    """Messages whose copy cannot be sent (why): left alone, they reappear after their
+    visibility, and the queue's RedrivePolicy is the safety net that moves them."""
 
     def second(self, sent_ok: set[str]) -> list[Entry]:
         after = [entry for key, entry in self.delete_after_send.items() if key in sent_ok]
@@ -152,8 +160,7 @@ def settlement(
                 action, message, queue=queue, wall_now=wall_now, fifo=fifo, limits=limits
             )
             target = dlq_url if to_dlq and dlq_url else queue_url
-            plan.first.append(send_entry(f"s{i}", target, copy, fifo=fifo, limits=limits))
-            plan.delete_after_send[f"s{i}"] = delete
+            _add_send(plan, i, send_entry_or_reason(f"s{i}", target, copy, fifo, limits), delete)
     return plan
 
 
@@ -175,10 +182,27 @@ def postponement(
         wait = remaining_delay(message.envelope.due_at, wall_now)
         delay, hopped = hop_delay(wait, wall_now=wall_now, envelope=envelope, limits=limits)
         copy = copy_of(message, hopped, delay_seconds=delay)
-        plan.first.append(send_entry(f"s{i}", queue_url, copy, fifo=False, limits=limits))
         delete = Entry(f"d{i}", "delete_message_batch", queue_url, {"ReceiptHandle": receipt})
-        plan.delete_after_send[f"s{i}"] = delete
+        _add_send(plan, i, send_entry_or_reason(f"s{i}", queue_url, copy, False, limits), delete)
     return plan
+
+
+def send_entry_or_reason(
+    key: str, queue_url: str, message: Outbound, fifo: bool, limits: SqsLimits
+) -> Entry | str:
+    """The send entry of a copy, or why SQS would refuse it (too big, too many attributes)."""
+    try:
+        return send_entry(key, queue_url, message, fifo=fifo, limits=limits)
+    except MessageError as exc:
+        return str(exc)
+
+
+def _add_send(plan: Settlement, index: int, send: Entry | str, delete: Entry) -> None:
+    if isinstance(send, str):
+        plan.refused[index] = send
+        return
+    plan.first.append(send)
+    plan.delete_after_send[send.key] = delete
 
 
 def is_premature(message: DecodedMessage, wall_now: float) -> bool:

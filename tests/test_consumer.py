@@ -322,3 +322,28 @@ def test_invariants_on_a_mixed_run(sqs: Any, name: str) -> None:
     assert depth(sqs, name) == 0
     assert terminal + depth(sqs, dlq) - stats.dead_lettered == 60
     assert stats.received == stats.acked + stats.retried + stats.dead_lettered
+
+
+def test_a_copy_sqs_would_refuse_is_left_to_the_redrive_policy(
+    sqs: Any, name: str, caplog: Any
+) -> None:
+    """A foreign message with 10 attributes cannot carry ours: it is not deleted but left for
+    the queue's RedrivePolicy (maxReceiveCount = max_retries + 1), which moves it."""
+    dlq = f"{name}-dlq"
+    url = create_queue(name, dead_letter_queue=dlq, max_retries=0, visibility_timeout=1, client=sqs)
+    full = {f"a{i}": {"DataType": "String", "StringValue": "x"} for i in range(10)}
+    sqs.send_message(QueueUrl=url, MessageBody="foreign", MessageAttributes=full)
+
+    def fail(batch: MessageBatch) -> None:
+        raise RuntimeError("poison")
+
+    config = ConsumerConfig(
+        max_batch_timeout=0, max_retries=0, dead_letter_queue=dlq, visibility_timeout=1
+    )
+    consumer = Consumer(name, fail, config, client=sqs)
+    consumer.run_until_idle(2.5)
+    assert consumer.stats.settle_failures == 1 and consumer.stats.dead_lettered == 0
+    assert "SQS allows 10" in caplog.text
+    (moved,) = drain(sqs, dlq)  # moved by SQS itself on the next receive
+    assert moved["Body"] == "foreign" and moved["meta"] is None
+    assert depth(sqs, name) == 0

@@ -108,3 +108,22 @@ def test_one_attribute_only_and_nine_left_for_users() -> None:
         "n": {"DataType": "Number", "StringValue": "1.5"},
         "b": {"DataType": "Binary", "BinaryValue": b"x"},
     }
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"v":1,"ct":"json","a":"many"}',
+        '{"v":1,"ct":"json","err":{"type":"E"}}',
+        '{"v":1,"ct":"json","err":{"type":"E","message":"m","at":"soon"}}',
+        '{"v":1,"ct":"json","ts":[1]}',
+        "not json",
+        '{"v":99}',
+    ],
+)
+def test_a_corrupt_or_foreign_attribute_reads_as_a_foreign_message(raw: str) -> None:
+    message = received("body", None, receives=2)
+    message["MessageAttributes"][ATTRIBUTE] = {"DataType": "String", "StringValue": raw}
+    decoded = decode(message)
+    assert (decoded.body, decoded.id, decoded.attempts) == ("body", "sqs-id", 2)
+    assert decoded.attributes == {ATTRIBUTE: raw}  # kept as the sender's, not dropped
