@@ -39,13 +39,13 @@ def handle(batch: MessageBatch) -> None:
             message.ack()
 
 
-def main(idle_seconds: float = 5.0) -> None:
-    create_queue("orders", dead_letter_queue="orders-dlq", max_retries=3)
-    Producer("orders").send_batch([{"body": {"id": n}} for n in range(30)])
+def main(queue: str = "orders", idle_seconds: float = 5.0) -> None:
+    create_queue(queue, dead_letter_queue=f"{queue}-dlq", max_retries=3)
+    Producer(queue).send_batch([{"body": {"id": n}} for n in range(30)])
     config = ConsumerConfig(
-        max_batch_size=30, max_batch_timeout=1, max_retries=3, dead_letter_queue="orders-dlq"
+        max_batch_size=30, max_batch_timeout=1, max_retries=3, dead_letter_queue=f"{queue}-dlq"
     )
-    consumer = Consumer("orders", handle, config)
+    consumer = Consumer(queue, handle, config)
     consumer.run_until_idle(idle_seconds)  # `consumer.run()` in a service: until SIGTERM
     print(consumer.stats.as_dict())
 

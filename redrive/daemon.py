@@ -14,8 +14,7 @@ import math
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -26,6 +25,7 @@ from redrive.policy import BackoffPolicy, JitterSource, jitter_random
 from redrive.report import RedriveStats, event
 from sqsbatch.calls import BatchRun
 from sqsbatch.errors import ConfigError, QueueNotFound, SqsBatchError
+from sqsbatch.lifecycle import graceful_signals
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.sqs_sync import SyncSqs, default_client
 from sqsbatch.transport import is_transient, queue_name, receive_params
@@ -102,7 +102,7 @@ class Redriver:
         self._start()
         poll = max(1, self._wait_seconds // len(self.dlqs))
         failures = 0
-        with self._signals():
+        with graceful_signals(self._on_signal):
             while not self._stopping.is_set():
                 for dlq in self.dlqs:
                     if self._stopping.is_set():
@@ -232,24 +232,9 @@ class Redriver:
         if self._bucket is not None:
             self._stopping.wait(self._bucket.wait_seconds(1, self._clock()))
 
-    @contextmanager
-    def _signals(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
-
-        def graceful(signum: int, frame: object) -> None:
-            event(logging.INFO, {"action": "stopping", "signal": signal.Signals(signum).name})
-            self.stop()
-
-        for sig in previous:
-            signal.signal(sig, graceful)
-        try:
-            yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+    def _on_signal(self, sig: signal.Signals) -> None:
+        event(logging.INFO, {"action": "stopping", "signal": sig.name})
+        self.stop()
 
 
 def execute(

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from sqsbatch.lifecycle import Counters
 
 __all__ = ["MoveReport", "MoveRow", "RedriveStats", "event", "event_line"]
 
 
 @dataclass
-class RedriveStats:
+class RedriveStats(Counters):
     """The daemon's counters; safe to read from any thread.
 
     `moved`/`parked` count messages SQS accepted at their destination; `delayed` those hidden in
@@ -30,16 +31,6 @@ class RedriveStats:
     parked: int = 0
     unroutable: int = 0
     failed: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-
-    def add(self, counts: Mapping[str, int]) -> None:
-        with self._lock:
-            for name, value in counts.items():
-                setattr(self, name, getattr(self, name) + value)
-
-    def as_dict(self) -> dict[str, int]:
-        with self._lock:
-            return {f.name: getattr(self, f.name) for f in fields(self) if f.name[0] != "_"}
 
 
 @dataclass(frozen=True)

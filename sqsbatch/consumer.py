@@ -13,9 +13,8 @@ import random
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager
 from typing import Any, Protocol
 
 from sqsbatch.backoff import pause_seconds
@@ -40,6 +39,7 @@ from sqsbatch.consuming import (
     tally,
 )
 from sqsbatch.errors import ConfigError, SqsBatchError
+from sqsbatch.lifecycle import graceful_signals
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import MessageBatch, _Delivery
 from sqsbatch.outbox import Settlement
@@ -107,7 +107,7 @@ class Consumer:
 
     def run(self) -> None:
         """Poll until `stop()` or SIGTERM/SIGINT, then shut down gracefully."""
-        with self._signals():
+        with graceful_signals(self._on_signal):
             self._loop(idle_seconds=None)
 
     def run_until_idle(self, idle_seconds: float = 1.0) -> None:
@@ -283,24 +283,9 @@ class Consumer:
             log.log(level, "settling on %s: %s", self.queue, text)
         self.stats.add(counts)
 
-    @contextmanager
-    def _signals(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
-
-        def graceful(signum: int, frame: object) -> None:
-            log.info("%s: stopping after in-flight batches", signal.Signals(signum).name)
-            self.stop()
-
-        for sig in previous:
-            signal.signal(sig, graceful)
-        try:
-            yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+    def _on_signal(self, sig: signal.Signals) -> None:
+        log.info("%s: stopping after in-flight batches", sig.name)
+        self.stop()
 
 
 def _freeing(

@@ -9,9 +9,8 @@ from __future__ import annotations
 import inspect
 import logging
 import math
-import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from typing import Any
 
 from sqsbatch.batching import BatchWindow
@@ -19,6 +18,7 @@ from sqsbatch.calls import BatchRun, Entry
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.envelope import decode
 from sqsbatch.errors import ConfigError
+from sqsbatch.lifecycle import Counters
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import MessageBatch, _Delivery
 from sqsbatch.outbox import Settlement, is_premature, postponement, settlement
@@ -46,7 +46,7 @@ __all__ = [
 
 
 @dataclass
-class ConsumerStats:
+class ConsumerStats(Counters):
     """Counters a consumer keeps; safe to read from any thread."""
 
     received: int = 0
@@ -61,15 +61,6 @@ class ConsumerStats:
     receive_errors: int = 0
     handler_errors: int = 0
     handler_timeouts: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-
-    def add(self, counts: Mapping[str, int]) -> None:
-        with self._lock:
-            for name, value in counts.items():
-                setattr(self, name, getattr(self, name) + value)
-
-    def as_dict(self) -> dict[str, int]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
 
 
 @dataclass

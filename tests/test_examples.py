@@ -33,11 +33,11 @@ def local_env(local_sqs: LocalSqs, monkeypatch: pytest.MonkeyPatch) -> Any:
     return local_sqs.client()
 
 
-def test_quickstart_runs(local_env: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    load(ROOT / "examples" / "quickstart.py").main(idle_seconds=3)
+def test_quickstart_runs(local_env: Any, name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    load(ROOT / "examples" / "quickstart.py").main(name, idle_seconds=3)
     printed = capsys.readouterr().out
     assert "'acked': 30" in printed and "'retried': 10" in printed
-    assert depth(local_env, "orders") == 0 and depth(local_env, "orders-dlq") == 0
+    assert depth(local_env, name) == 0 and depth(local_env, f"{name}-dlq") == 0
 
 
 def test_example_settings_file_loads() -> None:

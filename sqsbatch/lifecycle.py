@@ -1,0 +1,52 @@
+"""What every long-running loop shares: thread-safe counters and graceful SIGTERM/SIGINT.
+
+Used by the sync poller and the redrive daemon (the async poller installs its handlers on the
+event loop instead).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
+
+__all__ = ["Counters", "graceful_signals"]
+
+
+@dataclass
+class Counters:
+    """Integer counters (declared as fields by subclasses); safe to update from any thread."""
+
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, counts: Mapping[str, int]) -> None:
+        with self._lock:
+            for name, value in counts.items():
+                setattr(self, name, getattr(self, name) + value)
+
+    def as_dict(self) -> dict[str, int]:
+        with self._lock:
+            return {f.name: getattr(self, f.name) for f in fields(self) if f.name[0] != "_"}
+
+
+@contextmanager
+def graceful_signals(on_signal: Callable[[signal.Signals], None]) -> Iterator[None]:
+    """Call `on_signal` on SIGTERM/SIGINT inside the block (main thread only), then restore
+    the previous handlers. The first signal asks the loop to stop; it never interrupts a call."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+    def handler(signum: int, frame: object) -> None:
+        on_signal(signal.Signals(signum))
+
+    for sig in previous:
+        signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
