@@ -13,10 +13,9 @@ import asyncio
 import logging
 import random
 import signal
-import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager, suppress
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager, suppress
 from typing import Any, Protocol
 
 from sqsbatch.backoff import pause_seconds
@@ -30,6 +29,7 @@ from sqsbatch.consuming import (
     Watch,
     check_dead_letter_queue,
     connections_for,
+    drops,
     extended,
     handler_end,
     heartbeat_entries,
@@ -42,13 +42,14 @@ from sqsbatch.consuming import (
     tally,
 )
 from sqsbatch.errors import ConfigError, SqsBatchError
+from sqsbatch.lifecycle import graceful_loop_signals
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import MessageBatch, _Delivery
 from sqsbatch.outbox import Settlement
 from sqsbatch.queues import policy_warnings
 from sqsbatch.settlement import Outcome
 from sqsbatch.sqs_async import AsyncSqs, default_client
-from sqsbatch.transport import is_fifo, queue_name, receive_params
+from sqsbatch.transport import is_fifo, is_transient, queue_name, receive_params
 
 __all__ = ["AsyncBatchHandler", "AsyncConsumer", "cancel_handler", "handler_failure"]
 
@@ -100,6 +101,7 @@ class AsyncConsumer:
         self._dlq_url: str | None = None
         self._last_activity = 0.0
         self._failures = 0  # consecutive failed receives
+        self._fatal: SqsBatchError | None = None
         self._abandoned: set[asyncio.Task[object]] = set()
 
     @property
@@ -125,7 +127,7 @@ class AsyncConsumer:
 
     async def run(self) -> None:
         """Poll until `stop()` or SIGTERM/SIGINT, then shut down gracefully."""
-        with self._signals():
+        with graceful_loop_signals(self._on_signal):
             await self._loop(idle_seconds=None)
 
     async def run_until_idle(self, idle_seconds: float = 1.0) -> None:
@@ -138,6 +140,7 @@ class AsyncConsumer:
 
     async def _start(self) -> None:
         self._stopping = asyncio.Event()  # bound to this run's event loop
+        self._fatal = None
         self._loop_running = asyncio.get_running_loop()
         self._url = await self._sqs.queue_url(self.queue)
         dlq = self.config.dead_letter_queue
@@ -174,6 +177,8 @@ class AsyncConsumer:
                     await asyncio.wait(in_flight)
                 self._loop_running = None
         log.info("consumer of %s stopped: %s", self.queue, self.stats.as_dict())
+        if self._fatal is not None:
+            raise self._fatal
 
     @asynccontextmanager
     async def _client(self) -> AsyncIterator[None]:
@@ -207,7 +212,7 @@ class AsyncConsumer:
         return window.take()
 
     async def _receive(self, asked: int, wait_seconds: int, window_left: float) -> list[_Delivery]:
-        visibility = receive_visibility(self.config, window_left)
+        visibility = receive_visibility(self.config, window_left, self._limits)
         params = receive_params(
             self._url, max_messages=asked, wait_seconds=wait_seconds, visibility_timeout=visibility
         )
@@ -216,6 +221,10 @@ class AsyncConsumer:
             raw = (await self._sqs.call("receive_message", params)).get("Messages", [])
         except SqsBatchError as exc:
             self.stats.add({"receive_errors": 1})
+            if not is_transient(exc):  # the queue is gone, or the credentials are refused
+                self._fatal = exc
+                self.stop()
+                return []
             self._failures += 1
             pause = pause_seconds(self._failures, random=self._random)
             log.warning("receive from %s failed (%s); retrying in %.1f s", self.queue, exc, pause)
@@ -262,7 +271,7 @@ class AsyncConsumer:
                 fifo=self._fifo,
                 limits=self._limits,
             )
-            await self._settle(plan)
+            await self._settle(batch, plan)
         except Exception:  # a bug of ours: the messages reappear after their visibility
             log.exception("settling a batch of %s failed", self.queue)
         finally:
@@ -303,7 +312,7 @@ class AsyncConsumer:
             run = await self._sqs.execute(BatchRun(entries, limits=self._limits))
             self.stats.add({"expired_receipts": extended(deliveries, run, now)})
 
-    async def _settle(self, plan: Plan) -> None:
+    async def _settle(self, batch: MessageBatch, plan: Plan) -> None:
         first = await self._sqs.execute(BatchRun(plan.settlement.first, limits=self._limits))
         sent = sent_keys(first)
         second = await self._sqs.execute(
@@ -312,28 +321,13 @@ class AsyncConsumer:
         counts = tally(plan, first, second)
         for level, text in refusals(first, second, refused=plan.settlement.refused):
             log.log(level, "settling on %s: %s", self.queue, text)
+        for line in drops(batch, plan):
+            log.warning("%s", line)
         self.stats.add(counts)
 
-    @contextmanager
-    def _signals(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        loop = asyncio.get_running_loop()
-        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
-
-        def graceful(signum: signal.Signals) -> None:
-            log.info("%s: stopping after in-flight batches", signum.name)
-            self.stop()
-
-        for sig in previous:
-            loop.add_signal_handler(sig, graceful, sig)
-        try:
-            yield
-        finally:
-            for sig, handler in previous.items():
-                loop.remove_signal_handler(sig)
-                signal.signal(sig, handler)
+    def _on_signal(self, sig: signal.Signals) -> None:
+        log.info("%s: stopping after in-flight batches", sig.name)
+        self.stop()
 
 
 async def cancel_handler(

@@ -28,6 +28,7 @@ from sqsbatch.consuming import (
     Watch,
     check_dead_letter_queue,
     connections_for,
+    drops,
     extended,
     handler_end,
     heartbeat_entries,
@@ -46,7 +47,7 @@ from sqsbatch.outbox import Settlement
 from sqsbatch.queues import policy_warnings
 from sqsbatch.settlement import Outcome
 from sqsbatch.sqs_sync import SyncSqs, default_client
-from sqsbatch.transport import is_fifo, queue_name, receive_params
+from sqsbatch.transport import is_fifo, is_transient, queue_name, receive_params
 
 __all__ = ["BatchHandler", "Consumer"]
 
@@ -90,6 +91,7 @@ class Consumer:
         self._dlq_url: str | None = None
         self._last_activity = 0.0
         self._failures = 0  # consecutive failed receives
+        self._fatal: SqsBatchError | None = None
 
     @property
     def requests(self) -> int:
@@ -120,6 +122,7 @@ class Consumer:
 
     def _start(self) -> None:
         self._stopping.clear()
+        self._fatal = None
         self._url = self._sqs.queue_url(self.queue)
         dlq = self.config.dead_letter_queue
         self._dlq_url = self._sqs.queue_url(dlq) if dlq is not None else None
@@ -149,6 +152,8 @@ class Consumer:
                         break
                     wait(list(in_flight), timeout=idle_seconds, return_when=FIRST_COMPLETED)
         log.info("consumer of %s stopped: %s", self.queue, self.stats.as_dict())
+        if self._fatal is not None:
+            raise self._fatal
 
     def _idle_for(self) -> float:
         return self._clock() - self._last_activity
@@ -170,7 +175,7 @@ class Consumer:
         return window.take()
 
     def _receive(self, asked: int, wait_seconds: int, window_left: float) -> list[_Delivery]:
-        visibility = receive_visibility(self.config, window_left)
+        visibility = receive_visibility(self.config, window_left, self._limits)
         params = receive_params(
             self._url, max_messages=asked, wait_seconds=wait_seconds, visibility_timeout=visibility
         )
@@ -179,6 +184,10 @@ class Consumer:
             raw = self._sqs.call("receive_message", params).get("Messages", [])
         except SqsBatchError as exc:
             self.stats.add({"receive_errors": 1})
+            if not is_transient(exc):  # the queue is gone, or the credentials are refused
+                self._fatal = exc
+                self.stop()
+                return []
             self._failures += 1
             pause = pause_seconds(self._failures, random=self._random)
             log.warning("receive from %s failed (%s); retrying in %.1f s", self.queue, exc, pause)
@@ -224,7 +233,7 @@ class Consumer:
                 fifo=self._fifo,
                 limits=self._limits,
             )
-            self._settle(plan)
+            self._settle(batch, plan)
         except Exception:  # a bug of ours: the messages reappear after their visibility
             log.exception("settling a batch of %s failed", self.queue)
         finally:
@@ -274,13 +283,15 @@ class Consumer:
             run = self._sqs.execute(BatchRun(entries, limits=self._limits))
             self.stats.add({"expired_receipts": extended(deliveries, run, now)})
 
-    def _settle(self, plan: Plan) -> None:
+    def _settle(self, batch: MessageBatch, plan: Plan) -> None:
         first = self._sqs.execute(BatchRun(plan.settlement.first, limits=self._limits))
         sent = sent_keys(first)
         second = self._sqs.execute(BatchRun(plan.settlement.second(sent), limits=self._limits))
         counts = tally(plan, first, second)
         for level, text in refusals(first, second, refused=plan.settlement.refused):
             log.log(level, "settling on %s: %s", self.queue, text)
+        for line in drops(batch, plan):
+            log.warning("%s", line)
         self.stats.add(counts)
 
     def _on_signal(self, sig: signal.Signals) -> None:

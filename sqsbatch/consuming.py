@@ -147,9 +147,12 @@ class Assembly:
         return not (stopping or (self.busy and not self.window.is_open))
 
 
-def receive_visibility(config: ConsumerConfig, window_left: float) -> int:
+def receive_visibility(
+    config: ConsumerConfig, window_left: float, limits: SqsLimits = SQS_LIMITS
+) -> int:
     """Hidden through what is left of the batch window, then `visibility_timeout`."""
-    return min(43_200, config.visibility_timeout + int(window_left + 0.999))
+    hidden = config.visibility_timeout + math.ceil(window_left)
+    return min(limits.visibility_ceiling_seconds, hidden)
 
 
 def next_heartbeat(deliveries: Iterable[_Delivery], visibility_timeout: int) -> float:
@@ -324,6 +327,15 @@ def refusals(*runs: BatchRun, refused: Mapping[int, str] | None = None) -> list[
     ]
     return found + [
         (logging.ERROR, f"left for the RedrivePolicy: {why}") for why in (refused or {}).values()
+    ]
+
+
+def drops(batch: MessageBatch, plan: Plan) -> list[str]:
+    """A log line per message deleted after its last failed delivery, with no DLQ to keep it."""
+    return [
+        f"dropped {message!r} from {batch.queue}: its last delivery failed, no dead_letter_queue"
+        for message, kind in zip(batch.messages, plan.kinds, strict=True)
+        if kind is ActionKind.DROP
     ]
 
 

@@ -10,8 +10,8 @@
         ├── CredentialsError           no AWS credentials could be found
         └── SendError                  some entries of a send were refused; says which went out
 
-botocore's exceptions are translated in `sqsbatch._sqs.translate_errors`, always with
-`raise ... from` so the original stays on `__cause__`.
+botocore's exceptions are translated at one boundary, `sqsbatch.transport` (`translate`,
+`sqs_errors`), always with `raise ... from` so the original stays on `__cause__`.
 """
 
 from __future__ import annotations

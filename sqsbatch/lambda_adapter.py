@@ -24,6 +24,7 @@ from sqsbatch.consumer import BatchHandler
 from sqsbatch.consuming import (
     Plan,
     check_dead_letter_queue,
+    drops,
     handler_end,
     is_async_handler,
     plan_settlement,
@@ -35,7 +36,7 @@ from sqsbatch.lambda_event import BatchResponse, ParsedEvent, handler_budget, pa
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import MessageBatch
 from sqsbatch.outbox import Settlement
-from sqsbatch.settlement import ActionKind, Outcome
+from sqsbatch.settlement import Outcome
 from sqsbatch.sqs_sync import SyncSqs, default_client
 from sqsbatch.transport import is_fifo, is_url, queue_name
 
@@ -164,9 +165,8 @@ class LambdaAdapter:
         second = sqs.execute(BatchRun(deletes, limits=self._limits))
         for level, text in refusals(first, second, refused=plan.settlement.refused):
             log.log(level, "settling on %s: %s", batch.queue, text)
-        for message, kind in zip(batch.messages, plan.kinds, strict=True):
-            if kind is ActionKind.DROP:
-                log.warning("dropped %r: its last delivery failed, no dead_letter_queue", message)
+        for line in drops(batch, plan):
+            log.warning("%s", line)
         return decided.listed
 
     # -- running the handler ---------------------------------------------------------------------

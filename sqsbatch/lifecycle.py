@@ -1,18 +1,18 @@
 """What every long-running loop shares: thread-safe counters and graceful SIGTERM/SIGINT.
 
-Used by the sync poller and the redrive daemon (the async poller installs its handlers on the
-event loop instead).
+Used by the sync and async pollers and by the redrive daemon.
 """
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 
-__all__ = ["Counters", "graceful_signals"]
+__all__ = ["Counters", "graceful_loop_signals", "graceful_signals"]
 
 
 @dataclass
@@ -49,4 +49,22 @@ def graceful_signals(on_signal: Callable[[signal.Signals], None]) -> Iterator[No
         yield
     finally:
         for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+@contextmanager
+def graceful_loop_signals(on_signal: Callable[[signal.Signals], None]) -> Iterator[None]:
+    """`graceful_signals` for an asyncio loop: the handlers run on the running event loop."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    for sig in previous:
+        loop.add_signal_handler(sig, on_signal, sig)
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            loop.remove_signal_handler(sig)
             signal.signal(sig, old)

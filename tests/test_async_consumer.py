@@ -20,6 +20,7 @@ from sqsbatch import (
     ConsumerConfig,
     MessageBatch,
     Producer,
+    QueueNotFound,
     create_queue,
 )
 from tests.front_ends import AsyncFaulty, aio_client, run_async, throttled, unreachable
@@ -200,3 +201,15 @@ def test_refuses_a_sync_handler_and_a_dlq_that_is_the_queue() -> None:
 
     with pytest.raises(ConfigError, match="is the queue itself"):
         AsyncConsumer("q", handler, config(dead_letter_queue="q"))
+
+
+def test_a_deleted_queue_ends_the_async_run_with_a_clear_error(sqs: Any, name: str) -> None:
+    create_queue(name, client=sqs)
+    Producer(name, client=sqs).send("last")
+    url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
+
+    async def handler(batch: MessageBatch) -> None:
+        sqs.delete_queue(QueueUrl=url)  # gone while the poller runs
+
+    with pytest.raises(QueueNotFound, match="queue does not exist"):
+        run_async(name, handler, ConsumerConfig(max_batch_timeout=0), sqs, idle_seconds=5)

@@ -23,7 +23,7 @@ from sqsbatch.sqs_sync import SyncSqs
 TWINS = [(Consumer, AsyncConsumer), (Producer, AsyncProducer), (SyncSqs, AsyncSqs)]
 PURE = ("sqsbatch.consuming", "sqsbatch.producer", "sqsbatch.backoff", "sqsbatch.calls")
 ONLY_ASYNC = {"aclose", "__aenter__", "__aexit__", "_open", "_client"}
-PRIMITIVES = {"__init__", "stop", "_signals"}
+PRIMITIVES = {"__init__", "stop"}
 """Where threads and asyncio differ (events, signal handlers): compared by signature only."""
 ASYNC_CHECKS = {"is_async_handler"}
 """Decisions only the async shell needs: it refuses a handler that is not `async def`."""

@@ -12,7 +12,15 @@ from typing import Any
 
 import pytest
 
-from sqsbatch import ConfigError, Consumer, ConsumerConfig, MessageBatch, Producer, create_queue
+from sqsbatch import (
+    ConfigError,
+    Consumer,
+    ConsumerConfig,
+    MessageBatch,
+    Producer,
+    QueueNotFound,
+    create_queue,
+)
 from sqsbatch.limits import SqsLimits
 from tests.faults import Faulty, unreachable
 from tests.scenarios import Recorder
@@ -347,3 +355,34 @@ def test_a_copy_sqs_would_refuse_is_left_to_the_redrive_policy(
     (moved,) = drain(sqs, dlq)  # moved by SQS itself on the next receive
     assert moved["Body"] == "foreign" and moved["meta"] is None
     assert depth(sqs, name) == 0
+
+
+def test_a_deleted_queue_ends_the_run_with_a_clear_error_after_settling(
+    sqs: Any, name: str
+) -> None:
+    fill(sqs, name, ["last"])
+    url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
+    handled: list[Any] = []
+
+    def handler(batch: MessageBatch) -> None:
+        handled.extend(m.body for m in batch.messages)
+        sqs.delete_queue(QueueUrl=url)  # gone while the poller runs
+
+    consumer = Consumer(name, handler, ConsumerConfig(max_batch_timeout=0), client=sqs)
+    with pytest.raises(QueueNotFound, match="queue does not exist"):
+        consumer.run()  # not a loop that retries forever
+    assert handled == ["last"] and consumer.stats.receive_errors == 1
+
+
+def test_a_drop_without_dlq_is_logged(sqs: Any, name: str, caplog: Any) -> None:
+    fill(sqs, name, ["poison"])
+
+    def fail(batch: MessageBatch) -> None:
+        raise RuntimeError("poison")
+
+    config = ConsumerConfig(max_batch_timeout=0, max_retries=0)
+    consumer = Consumer(name, fail, config, client=sqs)
+    with caplog.at_level(logging.WARNING, logger="sqsbatch"):
+        consumer.run_until_idle(0.5)
+    assert consumer.stats.dropped == 1 and depth(sqs, name) == 0
+    assert "no dead_letter_queue" in caplog.text and "dropped <Message" in caplog.text
