@@ -20,7 +20,11 @@ from sqsbatch.local import LOCAL_CREDENTIALS, LocalSqs
 from tests.sqs_helpers import depth
 
 SCRIPT = Path(sys.executable).with_name("sqsbatch")
-pytestmark = pytest.mark.skipif(not SCRIPT.exists(), reason="the console script is not installed")
+
+
+def test_the_console_script_is_installed() -> None:
+    """`pip install` must put the entry point next to the interpreter; never skip past that."""
+    assert SCRIPT.exists(), f"{SCRIPT} is missing: the sqsbatch console script is not installed"
 
 
 def env(local_sqs: LocalSqs | None = None, **extra: str) -> dict[str, str]:
