@@ -20,10 +20,10 @@ from types import ModuleType
 from typing import Any
 
 import aioboto3
-from botocore.exceptions import ClientError, EndpointConnectionError
 
 from sqsbatch import AsyncConsumer, ConsumerConfig, MessageBatch, lambda_handler
 from sqsbatch.transport import client_config
+from tests.faults import throttled
 
 Script = Callable[[MessageBatch], None]
 LambdaFunction = Callable[[Mapping[str, Any], Any], Mapping[str, Any]]
@@ -209,18 +209,6 @@ def record(message: Mapping[str, Any], arn: str) -> dict[str, Any]:
         "eventSourceARN": arn,
         "awsRegion": arn.split(":")[3],
     }
-
-
-def throttled(op: str) -> Exception:
-    error: Exception = ClientError(
-        {"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}}, op
-    )
-    return error
-
-
-def unreachable(op: str) -> Exception:
-    error: Exception = EndpointConnectionError(endpoint_url="http://127.0.0.1:1")
-    return error
 
 
 class AsyncFaulty:

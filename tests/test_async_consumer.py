@@ -23,7 +23,8 @@ from sqsbatch import (
     QueueNotFound,
     create_queue,
 )
-from tests.front_ends import AsyncFaulty, aio_client, run_async, throttled, unreachable
+from tests.faults import throttled, unreachable
+from tests.front_ends import AsyncFaulty, aio_client, run_async
 from tests.sqs_helpers import depth, drain
 
 
