@@ -24,6 +24,7 @@ from redrive.plan import Outcome, Step, counts, outcomes, plan
 from redrive.policy import BackoffPolicy, JitterSource, jitter_random
 from redrive.report import RedriveStats, event
 from sqsbatch.calls import BatchRun
+from sqsbatch.config import check_int
 from sqsbatch.errors import ConfigError, QueueNotFound, SqsBatchError
 from sqsbatch.lifecycle import graceful_signals
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
@@ -64,10 +65,7 @@ class Redriver:
     ) -> None:
         self.dlqs = [dlqs] if isinstance(dlqs, str) else list(dlqs)
         _check_queues(self.dlqs, to, parking_queue)
-        if isinstance(visibility_timeout, bool) or not 1 <= visibility_timeout <= 43_200:
-            raise ConfigError(
-                f"visibility_timeout={visibility_timeout!r} is invalid (accepted: int 1..43200)"
-            )
+        check_int("visibility_timeout", visibility_timeout, 1, 43_200)
         self.policy = policy if policy is not None else BackoffPolicy()
         self.to = to
         self.parking_queue = parking_queue

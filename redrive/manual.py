@@ -21,6 +21,7 @@ from redrive.decide import DlqMessage, Kind, Verdict, read, route
 from redrive.plan import Outcome, Step
 from redrive.report import MoveReport, MoveRow
 from sqsbatch.calls import BatchRun, Entry
+from sqsbatch.config import check_int
 from sqsbatch.envelope import DecodedMessage
 from sqsbatch.errors import ConfigError, QueueNotFound
 from sqsbatch.sqs_sync import SyncSqs, default_client
@@ -187,10 +188,8 @@ def start_native_move(
     messages the sqsbatch consumer dead-lettered itself have no such queue, so give `to`.
     `rate` caps messages per second (1..500); SQS picks a rate when it is not given.
     """
-    if rate is not None and (
-        isinstance(rate, bool) or not isinstance(rate, int) or not 1 <= rate <= MAX_NATIVE_RATE
-    ):
-        raise ConfigError(f"rate={rate!r} is invalid (accepted: int 1..{MAX_NATIVE_RATE})")
+    if rate is not None:
+        check_int("rate", rate, 1, MAX_NATIVE_RATE)
     sqs = SyncSqs(client if client is not None else default_client())
     params: dict[str, Any] = {"SourceArn": _arn(sqs, dlq)}
     if to is not None:

@@ -18,6 +18,7 @@ import random as _random
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from sqsbatch.config import check_int
 from sqsbatch.errors import ConfigError
 
 __all__ = ["MAX_DELAY_SECONDS", "BackoffPolicy", "JitterSource", "jitter_random"]
@@ -64,8 +65,8 @@ class BackoffPolicy:
             )
         if self.jitter is not None:
             _check_number("jitter", self.jitter, 0, _MAX_BASE_SECONDS)
-        _check_int("max_redrives", self.max_redrives, 0, _MAX_REDRIVES)
-        _check_int("hold_seconds", self.hold_seconds, 1, _CEILING_SECONDS)
+        check_int("max_redrives", self.max_redrives, 0, _MAX_REDRIVES)
+        check_int("hold_seconds", self.hold_seconds, 1, _CEILING_SECONDS)
 
     @property
     def jitter_seconds(self) -> float:
@@ -106,11 +107,6 @@ def _check_number(name: str, value: object, low: float, high: float, unit: str =
     )
     if number is None or not math.isfinite(number) or not low <= number <= high:
         raise ConfigError(f"{name}={value!r} is invalid (accepted: {unit} {_n(low)}..{_n(high)})")
-
-
-def _check_int(name: str, value: object, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ConfigError(f"{name}={value!r} is invalid (accepted: int {low}..{high})")
 
 
 def _n(number: float) -> str:

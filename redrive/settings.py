@@ -8,8 +8,6 @@ key fails with one line naming the setting, the value and what is accepted.
 
 from __future__ import annotations
 
-import os
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -25,18 +23,12 @@ from pydantic_settings import (
 
 from redrive.daemon import Redriver
 from redrive.policy import BackoffPolicy
-from sqsbatch.config import CONFIG_FILE_ENV, DEFAULT_CONFIG_FILE
+from sqsbatch.config import Count, Number, config_file, describe_error, read_toml
 from sqsbatch.errors import ConfigError
 
 __all__ = ["RedriveSettings", "read_table"]
 
 TABLE = "redrive"
-
-
-def _no_bool(value: Any) -> Any:
-    if isinstance(value, bool):
-        raise ValueError("a boolean is not a number")
-    return value
 
 
 def _queue_list(value: Any) -> Any:
@@ -45,8 +37,6 @@ def _queue_list(value: Any) -> Any:
     return value
 
 
-Number = Annotated[float, BeforeValidator(_no_bool)]
-Count = Annotated[int, BeforeValidator(_no_bool)]
 QueueList = Annotated[list[str], NoDecode, BeforeValidator(_queue_list)]
 
 
@@ -75,7 +65,7 @@ class RedriveSettings(BaseSettings):
         try:
             super().__init__(**values)
         except ValidationError as exc:
-            raise ConfigError(_describe(exc)) from None
+            raise ConfigError(describe_error(type(self), exc, what="redrive setting")) from None
         self.policy()  # the backoff bounds fail here, before any client is made
 
     @classmethod
@@ -117,19 +107,10 @@ class RedriveSettings(BaseSettings):
 
 def read_table(path: str | Path | None = None) -> dict[str, Any]:
     """The `[redrive]` table of the config file; {} when there is no file or no table."""
+    path = config_file(path)
     if path is None:
-        path = os.environ.get(CONFIG_FILE_ENV)
-        if path is None:
-            if not Path(DEFAULT_CONFIG_FILE).is_file():
-                return {}
-            path = DEFAULT_CONFIG_FILE
-    try:
-        with open(path, "rb") as handle:
-            document = tomllib.load(handle)
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+        return {}
+    document = read_toml(path)
     table = document.get(TABLE, {})
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [{TABLE}] must be a table")
@@ -142,13 +123,3 @@ class _TableSource(PydanticBaseSettingsSource):
 
     def __call__(self) -> dict[str, Any]:
         return read_table()
-
-
-def _describe(exc: ValidationError) -> str:
-    """One line for the first problem: the setting, the value and what went wrong."""
-    error = exc.errors()[0]
-    name = str(error["loc"][0]) if error["loc"] else "?"
-    if error["type"] == "extra_forbidden":
-        known = ", ".join(sorted(RedriveSettings.model_fields))
-        return f"unknown redrive setting {name!r} (known: {known})"
-    return f"{name}={error.get('input')!r} is invalid: {error['msg'].lower()}"

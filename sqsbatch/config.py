@@ -22,23 +22,42 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from sqsbatch.errors import ConfigError
 
-__all__ = ["CONFIG_FILE_ENV", "ConsumerConfig", "ProducerConfig", "load_file"]
+__all__ = [
+    "CONFIG_FILE_ENV",
+    "ConsumerConfig",
+    "Count",
+    "Number",
+    "ProducerConfig",
+    "check_int",
+    "config_file",
+    "describe_error",
+    "load_file",
+    "no_bool",
+    "read_toml",
+]
 
 CONFIG_FILE_ENV = "SQSBATCH_CONFIG_FILE"
 DEFAULT_CONFIG_FILE = "sqsbatch.toml"
 MAX_DELAY_SECONDS = 86_400
 
 
-def _no_bool(value: Any) -> Any:
-    # pydantic reads True as 1; a boolean is never a sensible count or number of seconds.
+def no_bool(value: Any) -> Any:
+    """pydantic reads True as 1; a boolean is never a sensible count or number of seconds."""
     if isinstance(value, bool):
         raise ValueError("a boolean is not a number")
     return value
 
 
-Count = Annotated[int, BeforeValidator(_no_bool)]
-Seconds = Annotated[float, BeforeValidator(_no_bool)]
-WholeSeconds = Annotated[int, BeforeValidator(_no_bool)]
+def check_int(name: str, value: object, low: int, high: int) -> None:
+    """A whole number in `low..high` (never a bool), or a one-line `ConfigError` naming it."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(f"{name}={value!r} is invalid (accepted: int {low}..{high})")
+
+
+Count = Annotated[int, BeforeValidator(no_bool)]
+Number = Annotated[float, BeforeValidator(no_bool)]
+Seconds = Number
+WholeSeconds = Count
 
 # The values read from sqsbatch.toml for the queue being configured, handed to the settings
 # source below for the duration of one construction.
@@ -63,7 +82,7 @@ class _Settings(BaseSettings):
         try:
             super().__init__(**values)
         except ValidationError as exc:
-            raise ConfigError(_describe(type(self), exc)) from None
+            raise ConfigError(describe_error(type(self), exc)) from None
 
     @classmethod
     def settings_customise_sources(
@@ -120,14 +139,7 @@ def load_file(path: str | Path) -> dict[str, list[dict[str, Any]]]:
 
     Tables other than `[queues]` are left to their readers (the CDK app reads `[infra]`).
     """
-    try:
-        with open(path, "rb") as handle:
-            document = tomllib.load(handle)
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
-    queues = document.get("queues", {})
+    queues = read_toml(path).get("queues", {})
     if not isinstance(queues, dict):
         raise ConfigError(f"{path}: [queues] must be a table")
     unknown = sorted(set(queues) - {"consumers", "producers"})
@@ -146,14 +158,30 @@ def load_file(path: str | Path) -> dict[str, list[dict[str, Any]]]:
     return tables
 
 
+def config_file(path: str | Path | None = None) -> str | Path | None:
+    """`path`, else `$SQSBATCH_CONFIG_FILE`, else `./sqsbatch.toml` when it exists, else None."""
+    if path is not None:
+        return path
+    path = os.environ.get(CONFIG_FILE_ENV)
+    if path is None and Path(DEFAULT_CONFIG_FILE).is_file():
+        return DEFAULT_CONFIG_FILE
+    return path
+
+
+def read_toml(path: str | Path) -> dict[str, Any]:
+    """The whole document, or a one-line `ConfigError` for a file that is missing or not TOML."""
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+
+
 def _table_for(kind: str, queue: str | None, path: str | Path | None) -> dict[str, Any]:
-    if path is None:
-        path = os.environ.get(CONFIG_FILE_ENV)
-        if path is None:
-            if not Path(DEFAULT_CONFIG_FILE).is_file():
-                return {}
-            path = DEFAULT_CONFIG_FILE
-    if queue is None:
+    path = config_file(path)
+    if path is None or queue is None:
         return {}
     name = queue.rstrip("/").rsplit("/", 1)[-1]
     for entry in load_file(path)[kind]:
@@ -171,13 +199,13 @@ def _reading(values: Mapping[str, Any]) -> Iterator[None]:
         _file_values.reset(token)
 
 
-def _describe(cls: type[BaseSettings], exc: ValidationError) -> str:
+def describe_error(cls: type[BaseSettings], exc: ValidationError, *, what: str = "setting") -> str:
     """One line for the first problem: the setting, the value and what is accepted."""
     error = exc.errors()[0]
     name = str(error["loc"][0]) if error["loc"] else "?"
     if error["type"] == "extra_forbidden":
         known = ", ".join(sorted(cls.model_fields))
-        return f"unknown setting {name!r} (known: {known})"
+        return f"unknown {what} {name!r} (known: {known})"
     field = cls.model_fields.get(name)
     accepted = _accepted(field) if field is not None else ""
     return f"{name}={error.get('input')!r} is invalid: {error['msg'].lower()}{accepted}"

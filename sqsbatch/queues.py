@@ -12,7 +12,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from sqsbatch.config import ConsumerConfig
+from sqsbatch.config import ConsumerConfig, check_int
 from sqsbatch.errors import ConfigError, SqsError
 from sqsbatch.sqs_sync import SyncSqs, default_client
 from sqsbatch.transport import is_fifo, queue_name
@@ -34,14 +34,14 @@ def queue_attributes_for(
     fifo: bool,
 ) -> dict[str, str]:
     """The attributes of a source queue, checked; pure so that every front end shares it."""
-    _check_range("max_retries", max_retries, 0, 100)
+    check_int("max_retries", max_retries, 0, 100)
     if isinstance(delivery_delay, int) and delivery_delay > 900:
         raise ConfigError(
             f"delivery_delay={delivery_delay} is invalid for a queue: SQS queues delay at most "
             "900 s; for longer delays set the producer's delivery_delay (up to 86400 s)"
         )
-    _check_range("delivery_delay", delivery_delay, 0, 900)
-    _check_range("visibility_timeout", visibility_timeout, 0, 43_200)
+    check_int("delivery_delay", delivery_delay, 0, 900)
+    check_int("visibility_timeout", visibility_timeout, 0, 43_200)
     attributes = {
         "DelaySeconds": str(delivery_delay),
         "VisibilityTimeout": str(visibility_timeout),
@@ -138,11 +138,6 @@ def _check_names(name: str, dead_letter_queue: str | None, fifo: bool) -> bool:
                 f"dead_letter_queue={dead_letter_queue!r} must be {kind} queue like {name!r}"
             )
     return fifo
-
-
-def _check_range(name: str, value: object, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ConfigError(f"{name}={value!r} is invalid (accepted: int {low}..{high})")
 
 
 def _create_or_update(sqs: SyncSqs, name: str, attributes: dict[str, str]) -> str:

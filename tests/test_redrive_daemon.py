@@ -240,6 +240,11 @@ def test_unknown_queues_and_bad_settings_fail_clearly(sqs: Any, name: str) -> No
         Redriver(["x-dlq"], to="x-dlq", client=sqs)
     with pytest.raises(ConfigError, match="give at least one DLQ"):
         Redriver([], client=sqs)
+    for bad in (0, 43_201, "30", True):
+        with pytest.raises(
+            ConfigError, match=r"visibility_timeout=.* \(accepted: int 1\.\.43200\)"
+        ):
+            Redriver(["x-dlq"], client=sqs, visibility_timeout=bad)  # type: ignore[arg-type]
 
 
 def test_run_stops_gracefully_on_stop(sqs: Any, name: str) -> None:
