@@ -17,11 +17,11 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.table import Table
-from typer.core import TyperGroup
 
 from redrive.manual import start_native_move
 from redrive.report import event
 from redrive.settings import RedriveSettings
+from sqsbatch.cli.common import guarded_group
 from sqsbatch.errors import ConfigError, SqsBatchError
 from sqsbatch.transport import client_config, sqs_errors
 
@@ -52,23 +52,9 @@ def _user_errors() -> Iterator[None]:
         raise typer.Exit(1) from None
 
 
-class _Group(TyperGroup):
-    """typer's group, with `_user_errors` around parsing and around the command."""
-
-    def make_context(
-        self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any
-    ) -> Any:
-        with _user_errors():
-            return super().make_context(info_name, args, parent, **extra)
-
-    def invoke(self, ctx: Any) -> Any:
-        with _user_errors():
-            return super().invoke(ctx)
-
-
 app = typer.Typer(
     name="redrive",
-    cls=_Group,
+    cls=guarded_group(_user_errors),
     help="Drain dead-letter queues back to their sources, per message, with backoff.",
     pretty_exceptions_show_locals=False,
     no_args_is_help=True,

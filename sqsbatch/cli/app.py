@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from typer.core import TyperGroup
 
 from sqsbatch import __version__
 from sqsbatch.cli import consume, demo, dev, dlq, messages, queues
-from sqsbatch.cli.common import CliError, Connection, fail
+from sqsbatch.cli.common import CliError, Connection, fail, guarded_group
 from sqsbatch.errors import SqsBatchError
 
 __all__ = ["app"]
@@ -44,27 +43,9 @@ def _user_errors() -> Iterator[None]:
         raise fail(str(exc), 1) from None
 
 
-class _Group(TyperGroup):
-    """typer's group, with `_user_errors` around parsing and around every command."""
-
-    def make_context(
-        self,
-        info_name: str | None,
-        args: list[str],
-        parent: Any = None,
-        **extra: Any,
-    ) -> Any:
-        with _user_errors():
-            return super().make_context(info_name, args, parent, **extra)
-
-    def invoke(self, ctx: Any) -> Any:
-        with _user_errors():
-            return super().invoke(ctx)
-
-
 app = typer.Typer(
     name="sqsbatch",
-    cls=_Group,
+    cls=guarded_group(_user_errors),
     help="Cloudflare Queues' consumer model on Amazon SQS: queues, messages, consumers, DLQs.",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
 
 from sqsbatch.sqs_sync import SyncSqs
 from sqsbatch.transport import client_config, queue_name, sqs_errors
@@ -26,6 +29,7 @@ __all__ = [
     "err",
     "fail",
     "format_age",
+    "guarded_group",
     "out",
     "print_json",
     "queue_attributes",
@@ -133,3 +137,21 @@ def ask(question: str) -> bool:
         return bool(typer.confirm(question, err=True))
     except typer.Abort:
         return False
+
+
+def guarded_group(user_errors: Callable[[], AbstractContextManager[None]]) -> type[TyperGroup]:
+    """typer's group class with `user_errors()` around parsing and around every command, so
+    that a user's mistake is one line and an exit code, never a traceback."""
+
+    class Group(TyperGroup):
+        def make_context(
+            self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any
+        ) -> Any:
+            with user_errors():
+                return super().make_context(info_name, args, parent, **extra)
+
+        def invoke(self, ctx: Any) -> Any:
+            with user_errors():
+                return super().invoke(ctx)
+
+    return Group
