@@ -27,7 +27,6 @@ from sqsbatch.consuming import (
     ConsumerStats,
     Plan,
     Watch,
-    check_dead_letter_queue,
     connections_for,
     drops,
     extended,
@@ -46,7 +45,7 @@ from sqsbatch.lifecycle import graceful_loop_signals
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import MessageBatch, _Delivery
 from sqsbatch.outbox import Settlement
-from sqsbatch.queues import policy_warnings
+from sqsbatch.queues import check_dead_letter_queue, policy_warnings
 from sqsbatch.settlement import Outcome
 from sqsbatch.sqs_async import AsyncSqs, default_client
 from sqsbatch.transport import is_fifo, is_transient, queue_name, receive_params
@@ -84,7 +83,7 @@ class AsyncConsumer:
         if not is_async_handler(handler):
             raise ConfigError(f"{handler!r} is not `async def`: use Consumer for sync handlers")
         self.config = config if config is not None else ConsumerConfig.load(queue)
-        check_dead_letter_queue(queue, self.config)
+        check_dead_letter_queue(queue, self.config.dead_letter_queue)
         self.queue = queue
         self.handler = handler
         self.stats = ConsumerStats()

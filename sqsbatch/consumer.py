@@ -26,7 +26,6 @@ from sqsbatch.consuming import (
     ConsumerStats,
     Plan,
     Watch,
-    check_dead_letter_queue,
     connections_for,
     drops,
     extended,
@@ -44,7 +43,7 @@ from sqsbatch.lifecycle import graceful_signals
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import MessageBatch, _Delivery
 from sqsbatch.outbox import Settlement
-from sqsbatch.queues import policy_warnings
+from sqsbatch.queues import check_dead_letter_queue, policy_warnings
 from sqsbatch.settlement import Outcome
 from sqsbatch.sqs_sync import SyncSqs, default_client
 from sqsbatch.transport import is_fifo, is_transient, queue_name, receive_params
@@ -73,7 +72,7 @@ class Consumer:
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.config = config if config is not None else ConsumerConfig.load(queue)
-        check_dead_letter_queue(queue, self.config)
+        check_dead_letter_queue(queue, self.config.dead_letter_queue)
         self.queue = queue
         self.handler = handler
         self.stats = ConsumerStats()

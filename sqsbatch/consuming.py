@@ -17,13 +17,11 @@ from sqsbatch.batching import BatchWindow
 from sqsbatch.calls import BatchRun, Entry
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.envelope import decode
-from sqsbatch.errors import ConfigError
 from sqsbatch.lifecycle import Counters
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import MessageBatch, _Delivery
 from sqsbatch.outbox import Settlement, is_premature, postponement, settlement
 from sqsbatch.settlement import ActionKind, Outcome, settle, visibility_allowed
-from sqsbatch.transport import queue_name
 
 __all__ = [
     "Assembly",
@@ -31,7 +29,6 @@ __all__ = [
     "HandlerEnd",
     "Received",
     "Watch",
-    "check_dead_letter_queue",
     "connections_for",
     "failure_of",
     "handler_end",
@@ -93,13 +90,6 @@ def split_received(
     if early:
         postpone = postponement(early, queue_url=queue_url, wall_now=wall_now, limits=limits)
     return Received(deliveries, postpone)
-
-
-def check_dead_letter_queue(queue: str, config: ConsumerConfig) -> None:
-    """A queue cannot be its own dead-letter queue."""
-    dlq = config.dead_letter_queue
-    if dlq is not None and queue_name(dlq) == queue_name(queue):
-        raise ConfigError(f"dead_letter_queue={dlq!r} is the queue itself")
 
 
 def connections_for(config: ConsumerConfig) -> int:

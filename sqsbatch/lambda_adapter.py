@@ -23,7 +23,6 @@ from sqsbatch.config import ConsumerConfig
 from sqsbatch.consumer import BatchHandler
 from sqsbatch.consuming import (
     Plan,
-    check_dead_letter_queue,
     drops,
     handler_end,
     is_async_handler,
@@ -36,6 +35,7 @@ from sqsbatch.lambda_event import BatchResponse, ParsedEvent, handler_budget, pa
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import MessageBatch
 from sqsbatch.outbox import Settlement
+from sqsbatch.queues import check_dead_letter_queue
 from sqsbatch.settlement import Outcome
 from sqsbatch.sqs_sync import SyncSqs, default_client
 from sqsbatch.transport import is_fifo, is_url, queue_name
@@ -221,7 +221,7 @@ class LambdaAdapter:
         name = queue_name(queue_url)
         if name not in self._configs:
             config = self.config if self.config is not None else ConsumerConfig.load(name)
-            check_dead_letter_queue(name, config)
+            check_dead_letter_queue(name, config.dead_letter_queue)
             self._configs[name] = config
         return self._configs[name]
 

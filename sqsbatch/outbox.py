@@ -159,7 +159,9 @@ def settlement(
             to_dlq, copy = _copy_for(
                 action, message, queue=queue, wall_now=wall_now, fifo=fifo, limits=limits
             )
-            target = dlq_url if to_dlq and dlq_url else queue_url
+            if to_dlq:
+                assert dlq_url is not None, "DEAD_LETTER is only decided with a DLQ"
+            target = dlq_url if to_dlq and dlq_url is not None else queue_url
             _add_send(plan, i, send_entry_or_reason(f"s{i}", target, copy, fifo, limits), delete)
     return plan
 

@@ -17,7 +17,12 @@ from sqsbatch.errors import ConfigError, SqsError
 from sqsbatch.sqs_sync import SyncSqs, default_client
 from sqsbatch.transport import is_fifo, queue_name
 
-__all__ = ["create_queue", "policy_warnings", "queue_attributes_for"]
+__all__ = [
+    "check_dead_letter_queue",
+    "create_queue",
+    "policy_warnings",
+    "queue_attributes_for",
+]
 
 log = logging.getLogger("sqsbatch")
 
@@ -123,20 +128,24 @@ def policy_warnings(queue: str, attributes: Mapping[str, str], config: ConsumerC
     return found
 
 
+def check_dead_letter_queue(queue: str, dead_letter_queue: str | None) -> None:
+    """A queue (name or URL) cannot be its own dead-letter queue."""
+    if dead_letter_queue is not None and queue_name(dead_letter_queue) == queue_name(queue):
+        raise ConfigError(f"dead_letter_queue={dead_letter_queue!r} is the queue itself")
+
+
 def _check_names(name: str, dead_letter_queue: str | None, fifo: bool) -> bool:
     if not name:
         raise ConfigError("queue name is empty")
     fifo = fifo or name.endswith(".fifo")
     if fifo and not name.endswith(".fifo"):
         raise ConfigError(f"FIFO queue names end in .fifo: {name!r}")
-    if dead_letter_queue is not None:
-        if queue_name(dead_letter_queue) == name:
-            raise ConfigError(f"dead_letter_queue={dead_letter_queue!r} is the queue itself")
-        if is_fifo(dead_letter_queue) != fifo:
-            kind = "a FIFO" if fifo else "a standard"
-            raise ConfigError(
-                f"dead_letter_queue={dead_letter_queue!r} must be {kind} queue like {name!r}"
-            )
+    check_dead_letter_queue(name, dead_letter_queue)
+    if dead_letter_queue is not None and is_fifo(dead_letter_queue) != fifo:
+        kind = "a FIFO" if fifo else "a standard"
+        raise ConfigError(
+            f"dead_letter_queue={dead_letter_queue!r} must be {kind} queue like {name!r}"
+        )
     return fifo
 
 

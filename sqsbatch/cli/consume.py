@@ -17,6 +17,7 @@ from rich.table import Table
 
 from sqsbatch.cli.common import CliError, Connection, connection, err, out, print_json
 from sqsbatch.config import ConsumerConfig
+from sqsbatch.consuming import connections_for
 from sqsbatch.limits import SqsLimits
 
 __all__ = ["app", "load_handler"]
@@ -103,7 +104,7 @@ def consume(
     config = ConsumerConfig.load(queue, None, **given)  # flags > SQSBATCH_* > toml
     _check_kind(function, handler, use_async=use_async)
     _log_to_stderr()
-    client_pool = config.max_concurrency * 2 + 2
+    client_pool = connections_for(config)
     limits = SqsLimits(max_wait_seconds=poll_seconds)
     if use_async:
         stats, requests = _run_async(
