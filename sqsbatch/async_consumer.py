@@ -27,12 +27,12 @@ from sqsbatch.consuming import (
     ConsumerStats,
     Plan,
     Watch,
+    check_handler,
     connections_for,
     drops,
     extended,
     handler_end,
     heartbeat_entries,
-    is_async_handler,
     plan_settlement,
     receive_visibility,
     refusals,
@@ -40,13 +40,19 @@ from sqsbatch.consuming import (
     split_received,
     tally,
 )
-from sqsbatch.errors import ConfigError, SqsBatchError
+from sqsbatch.errors import ConfigError, SqsBatchError, SqsError
 from sqsbatch.lifecycle import graceful_loop_signals
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import MessageBatch, _Delivery
 from sqsbatch.outbox import Settlement
-from sqsbatch.queues import check_dead_letter_queue, policy_warnings
-from sqsbatch.settlement import Outcome
+from sqsbatch.queues import (
+    QueueSettings,
+    check_dead_letter_queue,
+    lookup_refusal,
+    policy_query,
+    resolve_settings,
+)
+from sqsbatch.settlement import LastFailure, Outcome
 from sqsbatch.sqs_async import AsyncSqs, default_client
 from sqsbatch.transport import is_fifo, is_transient, queue_name, receive_params
 
@@ -80,8 +86,7 @@ class AsyncConsumer:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
-        if not is_async_handler(handler):
-            raise ConfigError(f"{handler!r} is not `async def`: use Consumer for sync handlers")
+        check_handler(handler, is_async=True)
         self.config = config if config is not None else ConsumerConfig.load(queue)
         check_dead_letter_queue(queue, self.config.dead_letter_queue)
         self.queue = queue
@@ -97,6 +102,7 @@ class AsyncConsumer:
         self._own_client = client is None
         self._sqs = AsyncSqs(client)
         self._url = ""
+        self._settings = QueueSettings(self.config, LastFailure.LEAVE)
         self._dlq_url: str | None = None
         self._last_activity = 0.0
         self._failures = 0  # consecutive failed receives
@@ -142,12 +148,17 @@ class AsyncConsumer:
         self._fatal = None
         self._loop_running = asyncio.get_running_loop()
         self._url = await self._sqs.queue_url(self.queue)
-        dlq = self.config.dead_letter_queue
+        attributes, refused = None, ""
+        try:
+            answer = await self._sqs.call("get_queue_attributes", policy_query(self._url))
+            attributes = answer.get("Attributes", {})
+        except SqsError as exc:
+            refused = lookup_refusal(exc)
+        self._settings = resolve_settings(self.queue, self.config, attributes, refused=refused)
+        for level, note in self._settings.notes:
+            log.log(level, "%s", note)
+        dlq = self._settings.config.dead_letter_queue
         self._dlq_url = await self._sqs.queue_url(dlq) if dlq is not None else None
-        params = {"QueueUrl": self._url, "AttributeNames": ["RedrivePolicy"]}
-        attributes = (await self._sqs.call("get_queue_attributes", params)).get("Attributes", {})
-        for warning in policy_warnings(self.queue, attributes, self.config):
-            log.warning("%s", warning)
         self._last_activity = self._clock()
 
     async def _loop(self, idle_seconds: float | None) -> None:
@@ -262,9 +273,10 @@ class AsyncConsumer:
                 batch,
                 outcome,
                 error,
-                self.config,
+                self._settings.config,
                 queue_url=self._url,
                 dlq_url=self._dlq_url,
+                last_failure=self._settings.last_failure,
                 now=self._clock(),
                 wall_now=self._wall_clock(),
                 fifo=self._fifo,
@@ -292,10 +304,10 @@ class AsyncConsumer:
             if not done:
                 await self._heartbeat(deliveries)
         error = None if timed_out else handler_failure(task)
-        end = handler_end(self.queue, self.config, timed_out=timed_out, error=error)
+        end = handler_end(batch, self.config, timed_out=timed_out, error=error)
         self.stats.add(end.counts)
         if end.log is not None:
-            log.log(end.log[0], "%s", end.log[1])
+            log.log(end.log[0], "%s", end.log[1], exc_info=end.error)
         return end.outcome, end.error
 
     async def _heartbeat(self, deliveries: list[_Delivery]) -> None:

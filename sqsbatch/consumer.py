@@ -26,6 +26,7 @@ from sqsbatch.consuming import (
     ConsumerStats,
     Plan,
     Watch,
+    check_handler,
     connections_for,
     drops,
     extended,
@@ -38,13 +39,19 @@ from sqsbatch.consuming import (
     split_received,
     tally,
 )
-from sqsbatch.errors import ConfigError, SqsBatchError
+from sqsbatch.errors import ConfigError, SqsBatchError, SqsError
 from sqsbatch.lifecycle import graceful_signals
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import MessageBatch, _Delivery
 from sqsbatch.outbox import Settlement
-from sqsbatch.queues import check_dead_letter_queue, policy_warnings
-from sqsbatch.settlement import Outcome
+from sqsbatch.queues import (
+    QueueSettings,
+    check_dead_letter_queue,
+    lookup_refusal,
+    policy_query,
+    resolve_settings,
+)
+from sqsbatch.settlement import LastFailure, Outcome
 from sqsbatch.sqs_sync import SyncSqs, default_client
 from sqsbatch.transport import is_fifo, is_transient, queue_name, receive_params
 
@@ -71,6 +78,7 @@ class Consumer:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
+        check_handler(handler, is_async=False)
         self.config = config if config is not None else ConsumerConfig.load(queue)
         check_dead_letter_queue(queue, self.config.dead_letter_queue)
         self.queue = queue
@@ -87,6 +95,7 @@ class Consumer:
             client if client is not None else default_client(max_pool_connections=pool)
         )
         self._url = ""
+        self._settings = QueueSettings(self.config, LastFailure.LEAVE)
         self._dlq_url: str | None = None
         self._last_activity = 0.0
         self._failures = 0  # consecutive failed receives
@@ -123,12 +132,17 @@ class Consumer:
         self._stopping.clear()
         self._fatal = None
         self._url = self._sqs.queue_url(self.queue)
-        dlq = self.config.dead_letter_queue
+        attributes, refused = None, ""
+        try:
+            answer = self._sqs.call("get_queue_attributes", policy_query(self._url))
+            attributes = answer.get("Attributes", {})
+        except SqsError as exc:
+            refused = lookup_refusal(exc)
+        self._settings = resolve_settings(self.queue, self.config, attributes, refused=refused)
+        for level, note in self._settings.notes:
+            log.log(level, "%s", note)
+        dlq = self._settings.config.dead_letter_queue
         self._dlq_url = self._sqs.queue_url(dlq) if dlq is not None else None
-        params = {"QueueUrl": self._url, "AttributeNames": ["RedrivePolicy"]}
-        attributes = self._sqs.call("get_queue_attributes", params).get("Attributes", {})
-        for warning in policy_warnings(self.queue, attributes, self.config):
-            log.warning("%s", warning)
         self._last_activity = self._clock()
 
     def _loop(self, idle_seconds: float | None) -> None:
@@ -224,9 +238,10 @@ class Consumer:
                 batch,
                 outcome,
                 error,
-                self.config,
+                self._settings.config,
                 queue_url=self._url,
                 dlq_url=self._dlq_url,
+                last_failure=self._settings.last_failure,
                 now=self._clock(),
                 wall_now=self._wall_clock(),
                 fifo=self._fifo,
@@ -263,10 +278,10 @@ class Consumer:
             if not done.wait(max(0.0, watch.wake_at(deliveries) - now)):
                 self._heartbeat(deliveries)
         error = None if timed_out or not failure else failure[0]
-        end = handler_end(self.queue, self.config, timed_out=timed_out, error=error)
+        end = handler_end(batch, self.config, timed_out=timed_out, error=error)
         self.stats.add(end.counts)
         if end.log is not None:
-            log.log(end.log[0], "%s", end.log[1])
+            log.log(end.log[0], "%s", end.log[1], exc_info=end.error)
         return end.outcome, end.error
 
     def _heartbeat(self, deliveries: list[_Delivery]) -> None:

@@ -17,11 +17,12 @@ from sqsbatch.batching import BatchWindow
 from sqsbatch.calls import BatchRun, Entry
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.envelope import decode
+from sqsbatch.errors import ConfigError
 from sqsbatch.lifecycle import Counters
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import MessageBatch, _Delivery
 from sqsbatch.outbox import Settlement, is_premature, postponement, settlement
-from sqsbatch.settlement import ActionKind, Outcome, settle, visibility_allowed
+from sqsbatch.settlement import ActionKind, LastFailure, Outcome, settle, visibility_allowed
 
 __all__ = [
     "Assembly",
@@ -29,6 +30,7 @@ __all__ = [
     "HandlerEnd",
     "Received",
     "Watch",
+    "check_handler",
     "connections_for",
     "failure_of",
     "handler_end",
@@ -52,6 +54,7 @@ class ConsumerStats(Counters):
     retried: int = 0
     dead_lettered: int = 0
     dropped: int = 0
+    left_to_redrive_policy: int = 0
     postponed: int = 0
     expired_receipts: int = 0
     settle_failures: int = 0
@@ -101,6 +104,30 @@ def is_async_handler(handler: object) -> bool:
     """Whether calling `handler` gives an awaitable: an `async def` function or `__call__`."""
     call = getattr(handler, "__call__", None)  # noqa: B004 - an async __call__ counts too
     return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(call)
+
+
+def check_handler(handler: object, *, is_async: bool | None = None) -> None:
+    """A handler must be callable with the batch as its one positional argument, and of the
+    flavour the front end runs (`is_async`; None: either). One-line `ConfigError` otherwise."""
+    if not callable(handler):
+        raise ConfigError(f"handler {handler!r} is not callable")
+    name = getattr(handler, "__qualname__", None) or repr(handler)
+    try:
+        signature = inspect.signature(handler)
+    except (TypeError, ValueError):  # no signature to read (some builtins): trust it
+        signature = None
+    if signature is not None:
+        try:
+            signature.bind(None)
+        except TypeError:
+            raise ConfigError(
+                f"handler {name}{signature} cannot take the batch as its one positional "
+                "argument: write it as def handler(batch)"
+            ) from None
+    if is_async is True and not is_async_handler(handler):
+        raise ConfigError(f"handler {name} is not `async def`: use Consumer for sync handlers")
+    if is_async is False and is_async_handler(handler):
+        raise ConfigError(f"handler {name} is `async def`: use AsyncConsumer (or lambda_handler)")
 
 
 @dataclass
@@ -213,7 +240,7 @@ class Watch:
 
 @dataclass(frozen=True)
 class HandlerEnd:
-    """How a handler call ended, what to count and what to log."""
+    """How a handler call ended, what to count and what to log (with `error`'s traceback)."""
 
     outcome: Outcome
     error: BaseException | None
@@ -221,17 +248,30 @@ class HandlerEnd:
     log: tuple[int, str] | None
 
 
+LOGGED_IDS = 5
+"""How many message ids a failed batch's log line names."""
+
+
 def handler_end(
-    queue: str, config: ConsumerConfig, *, timed_out: bool, error: BaseException | None
+    batch: MessageBatch, config: ConsumerConfig, *, timed_out: bool, error: BaseException | None
 ) -> HandlerEnd:
     """Past the deadline the batch failed, whatever the handler does later; else raise or return."""
     if timed_out:
-        note = f"handler for {queue} ran past {config.handler_timeout} s"
+        note = f"handler for {batch.queue} ran past {config.handler_timeout:g} s{_which(batch)}"
         return HandlerEnd(Outcome.TIMED_OUT, None, {"handler_timeouts": 1}, (logging.ERROR, note))
     if error is not None:
-        note = f"handler for {queue} raised {error!r}"
+        note = f"handler for {batch.queue} raised {error!r}{_which(batch)}"
         return HandlerEnd(Outcome.RAISED, error, {"handler_errors": 1}, (logging.WARNING, note))
     return HandlerEnd(Outcome.RETURNED, None, {}, None)
+
+
+def _which(batch: MessageBatch) -> str:
+    """` on a batch of 12 messages (ids a, b, c, d, e and 7 more)`."""
+    ids = [message.id for message in batch.messages]
+    shown = ", ".join(ids[:LOGGED_IDS])
+    more = f" and {len(ids) - LOGGED_IDS} more" if len(ids) > LOGGED_IDS else ""
+    plural = "s" if len(ids) != 1 else ""
+    return f" on a batch of {len(ids)} message{plural} (ids {shown}{more})"
 
 
 def failure_of(
@@ -259,6 +299,7 @@ def plan_settlement(
     *,
     queue_url: str,
     dlq_url: str | None,
+    last_failure: LastFailure,
     now: float,
     wall_now: float,
     fifo: bool,
@@ -272,7 +313,7 @@ def plan_settlement(
         ledger.decisions(outcome),
         max_retries=config.max_retries,
         retry_delay=config.retry_delay,
-        has_dlq=dlq_url is not None,
+        last_failure=last_failure,
         failure=failure_of(outcome, error, config.handler_timeout),
         now=now,
         wall_now=wall_now,
@@ -299,6 +340,7 @@ _COUNTER = {
     ActionKind.RESEND: "retried",
     ActionKind.DEAD_LETTER: "dead_lettered",
     ActionKind.DROP: "dropped",
+    ActionKind.LEAVE: "left_to_redrive_policy",
 }
 
 
@@ -320,12 +362,20 @@ def refusals(*runs: BatchRun, refused: Mapping[int, str] | None = None) -> list[
     ]
 
 
+_LAST_FAILURE_LOG = {
+    ActionKind.DROP: "deleted, the queue has no RedrivePolicy and no dead_letter_queue",
+    ActionKind.LEAVE: "left for the queue's RedrivePolicy, no dead-letter queue is known",
+}
+
+
 def drops(batch: MessageBatch, plan: Plan) -> list[str]:
-    """A log line per message deleted after its last failed delivery, with no DLQ to keep it."""
+    """A log line per message whose last delivery failed and that was deleted (the queue has no
+    RedrivePolicy, no DLQ is configured) or left to the queue's RedrivePolicy."""
     return [
-        f"dropped {message!r} from {batch.queue}: its last delivery failed, no dead_letter_queue"
+        f"message {message.id} of {batch.queue} failed its last delivery (attempt "
+        f"{message.attempts}): {_LAST_FAILURE_LOG[kind]}"
         for message, kind in zip(batch.messages, plan.kinds, strict=True)
-        if kind is ActionKind.DROP
+        if kind in _LAST_FAILURE_LOG
     ]
 
 

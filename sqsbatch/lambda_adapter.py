@@ -23,6 +23,7 @@ from sqsbatch.config import ConsumerConfig
 from sqsbatch.consumer import BatchHandler
 from sqsbatch.consuming import (
     Plan,
+    check_handler,
     drops,
     handler_end,
     is_async_handler,
@@ -31,11 +32,18 @@ from sqsbatch.consuming import (
     sent_keys,
     split_received,
 )
+from sqsbatch.errors import SqsError
 from sqsbatch.lambda_event import BatchResponse, ParsedEvent, handler_budget, parse_event, report
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import MessageBatch
 from sqsbatch.outbox import Settlement
-from sqsbatch.queues import check_dead_letter_queue
+from sqsbatch.queues import (
+    QueueSettings,
+    check_dead_letter_queue,
+    lookup_refusal,
+    policy_query,
+    resolve_settings,
+)
 from sqsbatch.settlement import Outcome
 from sqsbatch.sqs_sync import SyncSqs, default_client
 from sqsbatch.transport import is_fifo, is_url, queue_name
@@ -71,13 +79,14 @@ class LambdaAdapter:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
+        check_handler(handler)
         self.handler = handler
         self.config = config
         self.__wrapped__ = handler
         self._is_async = is_async_handler(handler)
         self._client = client
         self._sqs: SyncSqs | None = None
-        self._configs: dict[str, ConsumerConfig] = {}
+        self._settings: dict[str, QueueSettings] = {}
         self._limits = limits
         self._clock = clock
         self._wall_clock = wall_clock
@@ -88,8 +97,9 @@ class LambdaAdapter:
         self, event: Mapping[str, Any], context: LambdaContext | None = None
     ) -> BatchResponse:
         parsed = parse_event(event, endpoint_url=self._endpoint())
-        config = self._config_for(parsed.queue_url)
         sqs = self._door()
+        settings = self._settings_for(sqs, parsed.queue_url)
+        config = settings.config
         wall_now, now = self._wall_clock(), self._clock()
         received = split_received(
             parsed.messages,
@@ -104,7 +114,7 @@ class LambdaAdapter:
             listed += self._postpone(sqs, received.postpone, parsed)
         if received.deliveries:
             batch = MessageBatch(queue_name(parsed.queue_url), received.deliveries)
-            listed += self._process(sqs, batch, config, parsed, _remaining(context))
+            listed += self._process(sqs, batch, settings, parsed, _remaining(context))
         return {"batchItemFailures": [{"itemIdentifier": mid} for mid in listed]}
 
     def close(self) -> None:
@@ -132,10 +142,11 @@ class LambdaAdapter:
         self,
         sqs: SyncSqs,
         batch: MessageBatch,
-        config: ConsumerConfig,
+        settings: QueueSettings,
         parsed: ParsedEvent,
         remaining: float | None,
     ) -> list[str]:
+        config = settings.config
         budget = handler_budget(config.handler_timeout, remaining)
         outcome, error = self._supervise(batch, config, budget)
         fifo = is_fifo(parsed.queue_url)
@@ -146,6 +157,7 @@ class LambdaAdapter:
             config,
             queue_url=parsed.queue_url,
             dlq_url=_dead_letter_url(parsed.queue_url, config),
+            last_failure=settings.last_failure,
             now=self._clock(),
             wall_now=self._wall_clock(),
             fifo=fifo,
@@ -180,9 +192,9 @@ class LambdaAdapter:
             timed_out, error = self._event_loop().run_until_complete(self._run_async(batch, budget))
         else:
             timed_out, error = _run_in_thread(self.handler, batch, budget)
-        end = handler_end(batch.queue, config, timed_out=timed_out, error=error)
+        end = handler_end(batch, config, timed_out=timed_out, error=error)
         if end.log is not None:
-            log.log(end.log[0], "%s", end.log[1])
+            log.log(end.log[0], "%s", end.log[1], exc_info=end.error)
         return end.outcome, end.error
 
     async def _run_async(
@@ -217,13 +229,24 @@ class LambdaAdapter:
             return str(self._client.meta.endpoint_url)
         return None
 
-    def _config_for(self, queue_url: str) -> ConsumerConfig:
+    def _settings_for(self, sqs: SyncSqs, queue_url: str) -> QueueSettings:
+        """The queue's settings: one RedrivePolicy lookup per execution environment (a failed
+        lookup is not kept: this invocation goes on without it, the next one asks again)."""
         name = queue_name(queue_url)
-        if name not in self._configs:
-            config = self.config if self.config is not None else ConsumerConfig.load(name)
-            check_dead_letter_queue(name, config.dead_letter_queue)
-            self._configs[name] = config
-        return self._configs[name]
+        if name in self._settings:
+            return self._settings[name]
+        config = self.config if self.config is not None else ConsumerConfig.load(name)
+        check_dead_letter_queue(name, config.dead_letter_queue)
+        try:
+            answer = sqs.call("get_queue_attributes", policy_query(queue_url))
+        except SqsError as exc:
+            settings = resolve_settings(name, config, None, refused=lookup_refusal(exc))
+        else:
+            settings = resolve_settings(name, config, answer.get("Attributes", {}))
+            self._settings[name] = settings
+        for level, note in settings.notes:
+            log.log(level, "%s", note)
+        return settings
 
 
 @overload

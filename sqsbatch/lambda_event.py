@@ -123,10 +123,11 @@ def report(
 ) -> Report:
     """Which messages of a settled batch to report as failed.
 
-    Acks and drops are left out (Lambda deletes them), hidden retries are reported, and a
-    re-sent or dead-lettered message is left out only once its copy was accepted (`sent`). On a
-    FIFO queue no message is reported as done after an earlier failure of its group: one that is
-    settled all the same (an explicit ack, an accepted copy) is deleted here and reported.
+    Acks and drops are left out (Lambda deletes them), hidden retries and messages left to the
+    RedrivePolicy are reported, and a re-sent or dead-lettered message is left out only once its
+    copy was accepted (`sent`). On a FIFO queue no message is reported as done after an earlier
+    failure of its group: one that is settled all the same (an explicit ack, an accepted copy) is
+    deleted here and reported.
     """
     listed: list[int] = []
     delete: list[int] = []
@@ -134,7 +135,7 @@ def report(
     for index, kind in enumerate(kinds):
         group = groups[index]
         copied = kind in (ActionKind.RESEND, ActionKind.DEAD_LETTER)
-        if kind is ActionKind.HIDE or (copied and index not in sent):
+        if kind in (ActionKind.HIDE, ActionKind.LEAVE) or (copied and index not in sent):
             listed.append(index)
             if fifo and group is not None:
                 failed_groups.add(group)

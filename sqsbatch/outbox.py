@@ -150,7 +150,7 @@ def settlement(
         message, receipt = messages[action.index]
         i = action.index
         delete = Entry(f"d{i}", "delete_message_batch", queue_url, {"ReceiptHandle": receipt})
-        if action.kind is ActionKind.HIDE:
+        if action.kind in (ActionKind.HIDE, ActionKind.LEAVE):
             params = {"ReceiptHandle": receipt, "VisibilityTimeout": action.delay_seconds}
             plan.first.append(Entry(f"h{i}", "change_message_visibility_batch", queue_url, params))
         elif action.kind in (ActionKind.DELETE, ActionKind.DROP):

@@ -4,7 +4,8 @@
 message wins; a batch-level call covers the messages with no call before it and freezes the
 rest; between `ack_all` and `retry_all` the first wins). `settle` turns the ledger and the
 handler's outcome into one `Action` per message: delete, hide for a delay, re-send (delays past
-the visibility ceiling), dead-letter, or drop. Pure: clocks come in as arguments.
+the visibility ceiling), dead-letter, drop, or leave to the queue's RedrivePolicy. Pure: clocks
+come in as arguments.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ __all__ = [
     "Action",
     "ActionKind",
     "Decision",
+    "LastFailure",
     "Ledger",
     "Outcome",
     "Settled",
@@ -101,7 +103,22 @@ class ActionKind(enum.Enum):
     DEAD_LETTER = "dead_letter"
     """Its final delivery failed: sent to the DLQ with metadata, then deleted."""
     DROP = "drop"
-    """Its final delivery failed and there is no DLQ: deleted and logged."""
+    """Its final delivery failed, the queue has no RedrivePolicy and no DLQ is configured:
+    deleted and logged, as Cloudflare Queues does."""
+    LEAVE = "leave"
+    """Its final delivery failed and sqsbatch cannot know where it belongs: hidden like a retry,
+    never deleted, so that the queue's RedrivePolicy moves it."""
+
+
+class LastFailure(enum.Enum):
+    """What a message whose delivery `max_retries + 1` failed becomes."""
+
+    DEAD_LETTER = "dead_letter"
+    """A DLQ is known: a copy goes there, then the message is deleted."""
+    DROP = "drop"
+    """The queue has no RedrivePolicy and no DLQ is configured: deleted (logged)."""
+    LEAVE = "leave"
+    """No DLQ is known and the RedrivePolicy could not be read: left to SQS, never deleted."""
 
 
 @dataclass(frozen=True)
@@ -128,7 +145,7 @@ def settle(
     *,
     max_retries: int,
     retry_delay: int,
-    has_dlq: bool,
+    last_failure: LastFailure,
     failure: tuple[str, str],
     now: float,
     wall_now: float,
@@ -148,18 +165,21 @@ def settle(
         if decision.verdict is Verdict.ACK:
             actions.append(Action(index, ActionKind.DELETE))
             continue
-        if message.attempts >= max_retries + 1:
-            kind = ActionKind.DEAD_LETTER if has_dlq else ActionKind.DROP
-            why = failure if not decision.explicit else ("Retry", "retried by the handler")
-            actions.append(Action(index, kind, error=ErrorInfo(*why, at=wall_now)))
-            continue
         delay = retry_delay if decision.delay_seconds is None else decision.delay_seconds
         allowed = visibility_allowed(message.received_at, now, limits)
-        if delay <= allowed or fifo:  # FIFO forbids per-message delays: clamp instead
-            actions.append(Action(index, ActionKind.HIDE, min(delay, allowed)))
+        final = message.attempts >= max_retries + 1
+        if final and last_failure is not LastFailure.LEAVE:
+            why = failure if not decision.explicit else ("Retry", "retried by the handler")
+            actions.append(Action(index, _FINAL[last_failure], error=ErrorInfo(*why, at=wall_now)))
+        elif final or delay <= allowed or fifo:  # FIFO forbids per-message delays: clamp instead
+            kind = ActionKind.LEAVE if final else ActionKind.HIDE  # left: SQS's redrive moves it
+            actions.append(Action(index, kind, min(delay, allowed)))
         else:
             actions.append(Action(index, ActionKind.RESEND, delay))
     return actions
+
+
+_FINAL = {LastFailure.DEAD_LETTER: ActionKind.DEAD_LETTER, LastFailure.DROP: ActionKind.DROP}
 
 
 def visibility_allowed(received_at: float, now: float, limits: SqsLimits = SQS_LIMITS) -> int:

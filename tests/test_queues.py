@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from sqsbatch import ConfigError, ConsumerConfig, Producer, QueueNotFound, create_queue
-from sqsbatch.queues import policy_warnings
+from sqsbatch import ConfigError, Producer, QueueNotFound, create_queue
 
 
 def attributes(sqs: Any, url: str) -> dict[str, str]:
@@ -69,21 +68,3 @@ def test_bad_input_is_refused_before_any_call(kwargs: dict[str, Any], error: str
 def test_missing_queue_is_a_clear_error(sqs: Any) -> None:
     with pytest.raises(QueueNotFound, match="queue does not exist"):
         Producer("no-such-queue", client=sqs).send("x")
-
-
-def test_policy_warnings() -> None:
-    policy = {
-        "RedrivePolicy": json.dumps(
-            {"deadLetterTargetArn": "arn:aws:sqs:r:1:q-dlq", "maxReceiveCount": 4}
-        )
-    }
-    assert policy_warnings("q", policy, ConsumerConfig(dead_letter_queue="q-dlq")) == []
-    (count,) = policy_warnings(
-        "q", policy, ConsumerConfig(dead_letter_queue="q-dlq", max_retries=5)
-    )
-    assert "maxReceiveCount=4 but max_retries=5 needs 6" in count
-    (target,) = policy_warnings("q", policy, ConsumerConfig(dead_letter_queue="other"))
-    assert "dead-letters to q-dlq" in target
-    (missing,) = policy_warnings("q", {}, ConsumerConfig(dead_letter_queue="q-dlq"))
-    assert "has no RedrivePolicy" in missing
-    assert policy_warnings("q", {}, ConsumerConfig()) == []

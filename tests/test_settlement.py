@@ -10,6 +10,7 @@ from sqsbatch.limits import SqsLimits
 from sqsbatch.settlement import (
     ActionKind,
     Decision,
+    LastFailure,
     Ledger,
     Outcome,
     Settled,
@@ -122,7 +123,7 @@ def plan(
     options: dict[str, object] = {
         "max_retries": 3,
         "retry_delay": 30,
-        "has_dlq": True,
+        "last_failure": LastFailure.DEAD_LETTER,
         "failure": ("E", "boom"),
         "now": 0.0,
         "wall_now": 1e9,
@@ -162,10 +163,23 @@ def test_dead_letter_on_delivery_max_retries_plus_one(
 
 
 def test_without_dlq_the_last_failure_drops_and_an_ack_is_still_an_ack() -> None:
-    assert plan([Decision(RETRY), Decision(ACK)], [4, 4], has_dlq=False) == [
+    assert plan([Decision(RETRY), Decision(ACK)], [4, 4], last_failure=LastFailure.DROP) == [
         (ActionKind.DROP, 0),
         (ActionKind.DELETE, 0),
     ]
+
+
+def test_when_the_dlq_is_unknown_the_last_failure_is_left_to_sqs_never_deleted() -> None:
+    # Given no DLQ known and a RedrivePolicy that could not be read
+    decisions = [Decision(RETRY, 9), Decision(RETRY, None, explicit=False), Decision(ACK)]
+    # When the last deliveries fail
+    got = plan(decisions, [4, 9, 4], last_failure=LastFailure.LEAVE)
+    # Then they are hidden like retries (SQS's redrive moves them), the ack is still deleted
+    assert got == [(ActionKind.LEAVE, 9), (ActionKind.LEAVE, 30), (ActionKind.DELETE, 0)]
+    # and a delay past the 12 h ceiling is clamped, never re-sent (a re-send resets the count)
+    limits = SqsLimits(visibility_ceiling_seconds=100)
+    long = plan([Decision(RETRY, 500)], [4], last_failure=LastFailure.LEAVE, limits=limits)
+    assert long == [(ActionKind.LEAVE, 100)]
 
 
 def test_dead_letter_records_why() -> None:
@@ -175,7 +189,7 @@ def test_dead_letter_records_why() -> None:
         [Decision(RETRY), Decision(RETRY, explicit=False)],
         max_retries=3,
         retry_delay=0,
-        has_dlq=True,
+        last_failure=LastFailure.DEAD_LETTER,
         failure=("KeyError", "'x'"),
         now=0.0,
         wall_now=123.0,
@@ -212,7 +226,7 @@ def test_fifo_retry_holds_back_the_rest_of_its_group() -> None:
         [*decisions[:3], explicit_ack, decisions[4]],
         max_retries=3,
         retry_delay=0,
-        has_dlq=True,
+        last_failure=LastFailure.DEAD_LETTER,
         failure=("E", ""),
         now=0.0,
         wall_now=0.0,
@@ -230,7 +244,7 @@ def test_fifo_retry_holds_back_the_rest_of_its_group() -> None:
         decisions,
         max_retries=3,
         retry_delay=0,
-        has_dlq=True,
+        last_failure=LastFailure.DEAD_LETTER,
         failure=("E", ""),
         now=0.0,
         wall_now=0.0,
