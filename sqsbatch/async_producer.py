@@ -13,7 +13,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from sqsbatch.calls import BatchRun
-from sqsbatch.envelope import ContentType, UserAttribute
+from sqsbatch.envelope import ContentType, SendAttribute
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.producer import (
     MessageSendRequest,
@@ -62,7 +62,7 @@ class AsyncProducer:
         *,
         delay_seconds: int | None = None,
         content_type: ContentType | None = None,
-        attributes: Mapping[str, UserAttribute] | None = None,
+        attributes: Mapping[str, SendAttribute] | None = None,
         group_id: str | None = None,
         deduplication_id: str | None = None,
     ) -> str:

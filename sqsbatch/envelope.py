@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
@@ -29,6 +30,7 @@ __all__ = [
     "DecodedMessage",
     "Envelope",
     "ErrorInfo",
+    "SendAttribute",
     "carry",
     "decode",
     "encode_attributes",
@@ -42,6 +44,8 @@ VERSION = 1
 ContentType = Literal["json", "text", "bytes"]
 CONTENT_TYPES: tuple[ContentType, ...] = ("json", "text", "bytes")
 UserAttribute = str | bytes | int | float
+"""A message attribute's value as a consumer reads it."""
+_DATA_TYPES = frozenset({"String", "Number", "Binary"})
 _ATTRIBUTE_NAME = re.compile(r"^(?!\.)(?!.*\.\.)(?!.*\.$)[A-Za-z0-9_.-]{1,256}$")
 _RESERVED_PREFIXES = ("aws.", "amazon.")
 _MAX_ERROR_CHARS = 1024
@@ -53,6 +57,10 @@ class AttributeValue(TypedDict, total=False):
     DataType: str
     StringValue: str
     BinaryValue: bytes
+
+
+SendAttribute = UserAttribute | AttributeValue
+"""A message attribute as `send` takes it: a plain value, or boto3's own shape."""
 
 
 @dataclass(frozen=True)
@@ -174,7 +182,7 @@ def _content_type_of(body: object) -> ContentType:
 
 
 def encode_attributes(
-    attributes: Mapping[str, UserAttribute] | None, limits: SqsLimits = SQS_LIMITS
+    attributes: Mapping[str, SendAttribute] | None, limits: SqsLimits = SQS_LIMITS
 ) -> dict[str, AttributeValue]:
     """The user's attributes in SQS's shape, checked: 9 at most (sqsbatch uses the 10th)."""
     if not attributes:
@@ -190,15 +198,52 @@ def encode_attributes(
             raise MessageError(f"message attribute name {name!r} is reserved")
         if not _ATTRIBUTE_NAME.match(name):
             raise MessageError(f"message attribute name {name!r} is invalid for SQS")
-        if isinstance(value, bool) or not isinstance(value, str | bytes | int | float):
-            raise MessageError(f"message attribute {name!r} must be str, bytes or a number")
-        if isinstance(value, bytes):
+        if isinstance(value, Mapping):
+            encoded[name] = _boto3_attribute(name, value)  # as copied from boto3 code
+        elif isinstance(value, bool) or not isinstance(value, str | bytes | int | float):
+            raise MessageError(
+                f"message attribute {name!r} must be str, bytes, a number or boto3's "
+                '{"DataType": ..., "StringValue": ...}'
+            )
+        elif isinstance(value, bytes):
             encoded[name] = {"DataType": "Binary", "BinaryValue": value}
         elif isinstance(value, str):
             encoded[name] = {"DataType": "String", "StringValue": value}
         else:
             encoded[name] = {"DataType": "Number", "StringValue": repr(value)}
     return encoded
+
+
+def _boto3_attribute(name: str, value: Mapping[str, Any]) -> AttributeValue:
+    """An attribute already in boto3's shape (`{"DataType": "String", "StringValue": "1"}`),
+    checked as SQS would check it."""
+    data_type = value.get("DataType")
+    unknown = sorted(set(value) - {"DataType", "StringValue", "BinaryValue"})
+    if unknown:
+        raise MessageError(f"message attribute {name!r} has unknown key {unknown[0]!r}")
+    if not isinstance(data_type, str) or data_type.split(".", 1)[0] not in _DATA_TYPES:
+        raise MessageError(
+            f"message attribute {name!r} has DataType={data_type!r} "
+            "(accepted: String, Number or Binary, optionally with a .suffix)"
+        )
+    key = "BinaryValue" if data_type.startswith("Binary") else "StringValue"
+    kind = bytes if key == "BinaryValue" else str
+    given = value.get(key)
+    if not isinstance(given, kind) or set(value) != {"DataType", key}:
+        raise MessageError(
+            f"message attribute {name!r} of DataType {data_type} needs {key} "
+            f"({kind.__name__}) and nothing else"
+        )
+    if data_type.startswith("Number") and not _is_number(given):
+        raise MessageError(f"message attribute {name!r}: {given!r} is not a Number")
+    return {"DataType": data_type, key: given}  # type: ignore[misc]
+
+
+def _is_number(text: object) -> bool:
+    try:
+        return math.isfinite(float(str(text)))
+    except ValueError:
+        return False
 
 
 def payload_size(body: str, attributes: Mapping[str, AttributeValue]) -> int:

@@ -13,7 +13,7 @@ from typing import Any
 
 from sqsbatch.calls import BatchRun, Entry
 from sqsbatch.config import ProducerConfig
-from sqsbatch.envelope import ContentType, Envelope, UserAttribute, encode_attributes, encode_body
+from sqsbatch.envelope import ContentType, Envelope, SendAttribute, encode_attributes, encode_body
 from sqsbatch.errors import FifoError, MessageError, SendError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import check_delay
@@ -42,7 +42,7 @@ class MessageSendRequest:
     body: Any
     delay_seconds: int | None = None
     content_type: ContentType | None = None
-    attributes: Mapping[str, UserAttribute] | None = None
+    attributes: Mapping[str, SendAttribute] | None = None
     group_id: str | None = None
     deduplication_id: str | None = None
 
@@ -185,7 +185,7 @@ class Producer:
         *,
         delay_seconds: int | None = None,
         content_type: ContentType | None = None,
-        attributes: Mapping[str, UserAttribute] | None = None,
+        attributes: Mapping[str, SendAttribute] | None = None,
         group_id: str | None = None,
         deduplication_id: str | None = None,
     ) -> str:

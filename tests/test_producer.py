@@ -51,6 +51,61 @@ def test_bodies_come_back_as_the_type_they_were_sent(sqs: Any, name: str) -> Non
     assert tagged.attributes == {"tenant": "t1", "n": "3"}
 
 
+def test_attributes_in_boto3s_own_shape_are_accepted_beside_plain_values(
+    sqs: Any, name: str
+) -> None:
+    # Given attributes copied from boto3 code, mixed with plain values
+    create_queue(name, client=sqs)
+    attributes: dict[str, Any] = {
+        "count": {"DataType": "Number", "StringValue": "1"},
+        "kind": {"DataType": "String.order", "StringValue": "paid"},
+        "blob": {"DataType": "Binary", "BinaryValue": b"\x00\xff"},
+        "plain": "yes",
+    }
+    # When they are sent, one message and in a batch
+    Producer(name, client=sqs).send("x", attributes=attributes)
+    Producer(name, client=sqs).send_batch([{"body": "y", "attributes": attributes}])
+    # Then SQS stores them with their own types, on both paths
+    raw = drain(sqs, name)
+    types = {"count": "Number", "kind": "String.order", "blob": "Binary", "plain": "String"}
+    assert len(raw) == 2
+    for message in raw:
+        stored = message["MessageAttributes"]
+        assert {key: stored[key]["DataType"] for key in types} == types
+        assert stored["blob"]["BinaryValue"] == b"\x00\xff"
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        ({"DataType": "Json", "StringValue": "1"}, "DataType='Json'"),
+        ({"StringValue": "1"}, "DataType=None"),
+        ({"DataType": "Number", "StringValue": "one"}, "is not a Number"),
+        ({"DataType": "String", "BinaryValue": b"x"}, "needs StringValue"),
+        ({"DataType": "Binary", "StringValue": "x"}, "needs BinaryValue"),
+        ({"DataType": "String", "StringValue": "x", "BinaryValue": b"x"}, "and nothing else"),
+        ({"DataType": "String", "StringValue": "x", "StringListValues": []}, "unknown key"),
+    ],
+)
+def test_a_bad_boto3_shaped_attribute_is_one_clear_error(value: Any, error: str) -> None:
+    with pytest.raises(MessageError, match=error) as raised:
+        Producer("q", client=object()).send("x", attributes={"a": value})
+    assert "\n" not in str(raised.value) and "'a'" in str(raised.value)
+
+
+def test_boto3_shaped_attributes_come_back_as_values(sqs: Any, name: str) -> None:
+    create_queue(name, client=sqs)
+    Producer(name, client=sqs).send(
+        "x",
+        attributes={
+            "n": {"DataType": "Number", "StringValue": "2.5"},
+            "b": {"DataType": "Binary", "BinaryValue": b"\x01"},
+        },
+    )
+    (message,) = consume_all(sqs, name)
+    assert message.attributes == {"n": "2.5", "b": b"\x01"}
+
+
 def test_a_foreign_message_reads_as_text(sqs: Any, name: str) -> None:
     url = create_queue(name, client=sqs)
     sqs.send_message(QueueUrl=url, MessageBody='{"from": "elsewhere"}')
