@@ -1,0 +1,311 @@
+"""Handlers tested without SQS: run a handler on one batch and read what it decided.
+
+The batch is built as a real one is: each body encoded as `send` encodes it, then received and
+decoded as a consumer decodes it, so the handler sees the same types (JSON values, `str`,
+`bytes`) and attributes. The handler runs as the front ends run it (a sync one in a thread, an
+`async def` one as a task, both given up at `handler_timeout`), and the same decision code
+settles the batch (`settlement.settle`, with the config's `max_retries`, `retry_delay` and
+`dead_letter_queue`, and the FIFO group rule on a `.fifo` queue). Nothing is sent anywhere: no
+SQS, no boto3 client, no network. The ideas come from dramatiq's `StubBroker` and arq's burst
+mode: a test drives the real consumer logic to the end, then asserts on what it did.
+
+    result = run_handler(handle, [{"order": 1}, TestMessage("text", attempts=4)])
+    assert result.acked == [0] and result.retried == {1: 0}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal, cast
+
+from sqsbatch.async_consumer import AsyncBatchHandler, cancel_handler, handler_failure
+from sqsbatch.config import ConsumerConfig
+from sqsbatch.consumer import BatchHandler
+from sqsbatch.consuming import (
+    check_handler,
+    failure_of,
+    handler_end,
+    is_async_handler,
+    split_received,
+)
+from sqsbatch.envelope import (
+    ContentType,
+    Envelope,
+    ErrorInfo,
+    UserAttribute,
+    encode_attributes,
+    encode_body,
+)
+from sqsbatch.errors import MessageError, SqsBatchError
+from sqsbatch.lambda_adapter import _run_in_thread
+from sqsbatch.message import MessageBatch
+from sqsbatch.outbox import Outbound, send_entry
+from sqsbatch.queues import check_dead_letter_queue, resolve_settings
+from sqsbatch.settlement import ActionKind, settle
+from sqsbatch.transport import is_fifo, queue_name
+
+__all__ = ["HandlerResult", "MessageResult", "TestMessage", "run_handler", "run_handler_async"]
+
+Fate = Literal["acked", "retried", "dead_lettered", "dropped"]
+_FATES: dict[ActionKind, Fate] = {
+    ActionKind.DELETE: "acked",
+    ActionKind.HIDE: "retried",
+    ActionKind.RESEND: "retried",
+    ActionKind.DEAD_LETTER: "dead_lettered",
+    ActionKind.DROP: "dropped",
+}  # LEAVE needs a queue whose RedrivePolicy could not be read: never the case here
+DEFAULT_QUEUE = "test-queue"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_abandoned: set[asyncio.Task[object]] = set()  # timed-out async handlers that ignore cancel
+AnyHandler = BatchHandler | AsyncBatchHandler
+
+
+@dataclass(frozen=True)
+class TestMessage:
+    """A body with what a producer and SQS would have set: `id` (default `message-<index>`),
+    `attempts` (1 on the first delivery, `max_retries + 1` on the last), `timestamp` (the send,
+    timezone-aware, kept to the millisecond as SQS keeps it; default now), `attributes`,
+    `group_id` (FIFO) and `content_type` (as `send` takes them)."""
+
+    __test__ = False  # not a pytest test class, though its name starts with "Test"
+
+    body: Any
+    _: KW_ONLY
+    id: str | None = None
+    attempts: int = 1
+    timestamp: datetime | None = None
+    attributes: Mapping[str, UserAttribute] | None = None
+    group_id: str | None = None
+    content_type: ContentType | None = None
+
+
+@dataclass(frozen=True)
+class MessageResult:
+    """What became of one message: its `fate`; for a retry, `delay_seconds` until it is seen
+    again; whether an `ack`/`retry` call decided it (`explicit`) or the handler's end did; for a
+    last failure, the `error` a dead-lettered copy records. `body` is as the handler saw it."""
+
+    index: int
+    id: str
+    body: Any
+    attempts: int
+    fate: Fate
+    delay_seconds: int | None = None
+    explicit: bool = True
+    error: ErrorInfo | None = None
+
+
+@dataclass(frozen=True)
+class HandlerResult:
+    """How the handler ended, and one `MessageResult` per message, in batch order."""
+
+    outcomes: list[MessageResult]
+    raised: BaseException | None = None
+    """What the handler raised (`raise result.raised` shows its traceback)."""
+    timed_out: bool = False
+    """It ran past `handler_timeout`: the batch failed; its later calls are ignored."""
+
+    @property
+    def acked(self) -> list[int]:
+        """Indexes of the acked messages."""
+        return self._having("acked")
+
+    @property
+    def retried(self) -> dict[int, int]:
+        """Index of each retried message: its delay in seconds."""
+        return {o.index: o.delay_seconds or 0 for o in self.outcomes if o.fate == "retried"}
+
+    @property
+    def dead_lettered(self) -> list[int]:
+        """Indexes of the messages sent to the `dead_letter_queue` (their last delivery failed)."""
+        return self._having("dead_lettered")
+
+    @property
+    def dropped(self) -> list[int]:
+        """Indexes of the messages deleted after their last failure (no `dead_letter_queue`)."""
+        return self._having("dropped")
+
+    def _having(self, fate: Fate) -> list[int]:
+        return [outcome.index for outcome in self.outcomes if outcome.fate == fate]
+
+
+def run_handler(
+    handler: AnyHandler,
+    messages: Sequence[object],
+    *,
+    config: ConsumerConfig | None = None,
+    queue: str | None = None,
+) -> HandlerResult:
+    """Hand `handler` (sync or `async def`) one batch of `messages` and settle it.
+
+    Each item is a body (JSON value, `str` or `bytes`) or a `TestMessage`. `config` defaults to
+    `ConsumerConfig()`; `queue` (a name or URL) to `test-queue`, or `test-queue.fifo` when the
+    messages have group ids. Bad input raises one line (`MessageError`, `ConfigError`).
+    """
+    if is_async_handler(handler):
+        _check_no_running_loop()
+        return asyncio.run(run_handler_async(handler, messages, config=config, queue=queue))
+    run = _Run.start(handler, messages, config, queue)
+    return run.finish(*_run_in_thread(handler, run.batch, run.config.handler_timeout))
+
+
+async def run_handler_async(
+    handler: AnyHandler,
+    messages: Sequence[object],
+    *,
+    config: ConsumerConfig | None = None,
+    queue: str | None = None,
+) -> HandlerResult:
+    """`run_handler` for a test already in an event loop (a sync handler runs in a thread)."""
+    run = _Run.start(handler, messages, config, queue)
+    budget = run.config.handler_timeout
+    if is_async_handler(handler):
+        ended = await _call_async(cast(AsyncBatchHandler, handler), run.batch, budget)
+    else:
+        ended = await asyncio.to_thread(_run_in_thread, handler, run.batch, budget)
+    return run.finish(*ended)
+
+
+@dataclass
+class _Run:
+    """One batch on its way through the handler to settlement."""
+
+    batch: MessageBatch
+    config: ConsumerConfig
+    queue: str
+
+    @classmethod
+    def start(
+        cls,
+        handler: object,
+        messages: Sequence[object],
+        config: ConsumerConfig | None,
+        queue: str | None,
+    ) -> _Run:
+        check_handler(handler)
+        config = config if config is not None else ConsumerConfig()
+        items = _checked(messages, config.max_batch_size)
+        if queue is None:
+            fifo = any(item.group_id is not None for item in items)
+            queue = DEFAULT_QUEUE + (".fifo" if fifo else "")
+        check_dead_letter_queue(queue, config.dead_letter_queue)
+        wall_now = time.time()
+        raw = [_received(i, item, queue, wall_now) for i, item in enumerate(items)]
+        received = split_received(
+            raw,
+            queue_url=queue,  # named in entries and postponements, never called
+            received_at=time.monotonic(),
+            visibility=config.visibility_timeout,
+            wall_now=wall_now,
+        )
+        return cls(MessageBatch(queue_name(queue), received.deliveries), config, queue)
+
+    def finish(self, timed_out: bool, error: BaseException | None) -> HandlerResult:
+        """Seal the ledger and settle as the front ends do, on a queue with no RedrivePolicy."""
+        # Not logged as the front ends log it: the result carries the error.
+        end = handler_end(self.batch, self.config, timed_out=timed_out, error=error)
+        settings = resolve_settings(self.queue, self.config, {})
+        ledger = self.batch._ledger
+        ledger.seal()
+        decisions = ledger.decisions(end.outcome)
+        actions = settle(
+            self.batch._settled(),
+            decisions,
+            max_retries=settings.config.max_retries,
+            retry_delay=settings.config.retry_delay,
+            last_failure=settings.last_failure,
+            failure=failure_of(end.outcome, end.error, self.config.handler_timeout),
+            now=time.monotonic(),
+            wall_now=time.time(),
+            fifo=is_fifo(self.queue),
+        )
+        outcomes = []
+        for message, decision, action in zip(self.batch.messages, decisions, actions, strict=True):
+            fate = _FATES[action.kind]
+            delay = action.delay_seconds if fate == "retried" else None
+            found = (message.id, message.body, message.attempts, fate, delay, decision.explicit)
+            outcomes.append(MessageResult(action.index, *found, action.error))
+        return HandlerResult(outcomes, end.error, timed_out)
+
+
+def _checked(messages: Sequence[object], max_batch_size: int) -> list[TestMessage]:
+    if isinstance(messages, str | bytes | bytearray) or not isinstance(messages, Sequence):
+        raise MessageError(
+            f"messages must be a list of bodies or TestMessage, not {type(messages).__name__}"
+        )
+    if not messages:
+        raise MessageError("a batch is never empty: give at least one message")
+    if len(messages) > max_batch_size:
+        raise MessageError(
+            f"{len(messages)} messages: a batch holds at most max_batch_size={max_batch_size} "
+            "(pass config=ConsumerConfig(max_batch_size=...), up to 100)"
+        )
+    return [item if isinstance(item, TestMessage) else TestMessage(item) for item in messages]
+
+
+def _received(index: int, item: TestMessage, queue: str, wall_now: float) -> dict[str, Any]:
+    """`item` as `ReceiveMessage` returns it, after a send checked by the producer's rules."""
+    try:
+        attempts, sent_ms = _delivery_fields(item, wall_now)
+        body, content_type = encode_body(item.body, item.content_type)
+        outbound = Outbound(
+            body,
+            Envelope(content_type=content_type),
+            encode_attributes(item.attributes),
+            group_id=item.group_id,
+        )
+        params = send_entry(str(index), queue, outbound, fifo=is_fifo(queue)).params
+    except MessageError as exc:
+        raise type(exc)(f"message #{index}: {exc}") from None
+    system = {"SentTimestamp": str(sent_ms), "ApproximateReceiveCount": str(attempts)}
+    if "MessageGroupId" in params:
+        system["MessageGroupId"] = params["MessageGroupId"]
+    return {
+        "MessageId": item.id if item.id is not None else f"message-{index}",
+        "ReceiptHandle": f"receipt-{index}",
+        "Body": params["MessageBody"],
+        "Attributes": system,
+        "MessageAttributes": params["MessageAttributes"],
+    }
+
+
+def _delivery_fields(item: TestMessage, wall_now: float) -> tuple[int, int]:
+    """(ApproximateReceiveCount, SentTimestamp in ms), checked."""
+    attempts = item.attempts
+    if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+        raise MessageError(f"attempts={attempts!r} is invalid: must be an int >= 1")
+    if item.id is not None and (not isinstance(item.id, str) or not item.id):
+        raise MessageError(f"id={item.id!r} is invalid: must be a non-empty str")
+    sent = item.timestamp
+    if sent is None:
+        return attempts, int(wall_now * 1000)
+    if not isinstance(sent, datetime) or sent.tzinfo is None:
+        raise MessageError(f"timestamp={sent!r} is invalid: must be a timezone-aware datetime")
+    return attempts, (sent - _EPOCH) // timedelta(milliseconds=1)
+
+
+async def _call_async(
+    handler: AsyncBatchHandler, batch: MessageBatch, budget: float
+) -> tuple[bool, BaseException | None]:
+    """(timed out, raised) of an async handler, cancelled past `budget`."""
+    task: asyncio.Task[object] = asyncio.ensure_future(handler(batch))
+    done, _ = await asyncio.wait({task}, timeout=budget)
+    if not done:
+        await cancel_handler(task, batch.queue, _abandoned)
+        return True, None
+    return False, handler_failure(task)
+
+
+def _check_no_running_loop() -> None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise SqsBatchError(
+        "run_handler cannot run an async handler inside a running event loop: "
+        "await run_handler_async(...) there"
+    )
