@@ -28,7 +28,9 @@ ARCHITECTURES = {"x86_64": lambda_.Architecture.X86_64, "arm64": lambda_.Archite
 # What the sqsbatch Lambda adapter calls besides the event source mapping's receive, delete and
 # get-attributes (which CDK grants with the event source): a retry with a delay changes
 # visibility, a delay past SQS's limits re-sends to the source in hops, and the final failure is
-# sent to the DLQ. Queue URLs come from the event's ARN, so no GetQueueUrl of its own.
+# sent to the DLQ. Queue URLs come from the event's ARN, so no GetQueueUrl of its own; the
+# adapter's one RedrivePolicy read per execution environment uses the event source's grant of
+# GetQueueAttributes (the construct passes the DLQ and max_retries explicitly all the same).
 SOURCE_ACTIONS = ["sqs:ChangeMessageVisibility", "sqs:SendMessage"]
 DLQ_ACTIONS = ["sqs:SendMessage"]
 
