@@ -170,6 +170,9 @@ def resolve_settings(
     }
     effective = config.model_copy(update=derived)
     notes = _contradictions(name, effective, policy)
+    if derived:
+        given = ", ".join(f"{key}={value!r}" for key, value in derived.items())
+        notes.insert(0, (logging.INFO, f"queue {name}: {given} from its RedrivePolicy"))
     return QueueSettings(effective, LastFailure.DEAD_LETTER, tuple(notes))
 
 

@@ -33,7 +33,9 @@ def test_settings_not_given_come_from_the_redrive_policy() -> None:
     assert settings.config.max_retries == 5
     assert settings.config.max_batch_size == 7
     assert settings.last_failure is LastFailure.DEAD_LETTER
-    assert settings.notes == ()
+    assert notes(settings) == []
+    (said,) = notes(settings, logging.INFO)  # where the values came from, for an operator
+    assert said == "queue q: dead_letter_queue='q-dlq', max_retries=5 from its RedrivePolicy"
 
 
 def test_a_max_receive_count_beyond_the_config_range_is_kept() -> None:
@@ -46,7 +48,7 @@ def test_settings_from_the_environment_count_as_explicit(monkeypatch: pytest.Mon
     settings = resolve_settings("q", ConsumerConfig.load("q"), policy(count=4))
     assert settings.config.max_retries == 1  # given: kept (headroom is no contradiction)
     assert settings.config.dead_letter_queue == "q-dlq"  # not given: from the queue
-    assert settings.notes == ()
+    assert notes(settings) == []
 
 
 def test_an_explicit_other_dlq_is_used_and_reported_in_one_line() -> None:
@@ -67,12 +69,13 @@ def test_a_max_receive_count_below_max_retries_plus_one_is_a_contradiction() -> 
 @pytest.mark.parametrize("count", [4, 5, 50])
 def test_headroom_above_max_retries_plus_one_is_no_contradiction(count: int) -> None:
     settings = resolve_settings("q", ConsumerConfig(max_retries=3), policy(count=count))
-    assert settings.notes == ()
+    assert notes(settings) == []
 
 
 def test_an_explicit_dlq_given_as_a_url_matches_the_policy_by_name() -> None:
     url = "http://127.0.0.1:1/123456789012/q-dlq"
-    assert resolve_settings("q", ConsumerConfig(dead_letter_queue=url), policy()).notes == ()
+    config = ConsumerConfig(dead_letter_queue=url, max_retries=3)
+    assert resolve_settings("q", config, policy()).notes == ()
 
 
 def test_no_policy_and_no_dlq_deletes_on_the_last_failure_as_cloudflare_does() -> None:
