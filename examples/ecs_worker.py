@@ -6,9 +6,12 @@ under way end (up to 20 s; what it returns is still delivered), lets the batches
 and settles them, then `run()` returns. Give the container a `stopTimeout` of at least
 20 s + `max_batch_timeout` + the `handler_timeout` you need + a few seconds to settle.
 
-Settings come from `SQSBATCH_*` variables (or `sqsbatch.toml`), the endpoint from the standard
-`AWS_ENDPOINT_URL_SQS`, so the same image runs against a local SQS:
-    QUEUE_NAME=orders AWS_ENDPOINT_URL_SQS=http://127.0.0.1:4566 python examples/ecs_worker.py
+Settings come from `SQSBATCH_*` variables (or `sqsbatch.toml`), the queue from `QUEUE_NAME`
+(`ecs-worker-orders` when unset), the endpoint from the standard `AWS_ENDPOINT_URL_SQS`, so the
+same image runs against a local SQS. With `sqsbatch dev` running in another shell and the
+`export` lines it prints pasted into this one, on its own queue with examples/sqsbatch.toml:
+    sqsbatch create ecs-worker-orders --dlq ecs-worker-orders-dlq --max-retries 3
+    SQSBATCH_CONFIG_FILE=examples/sqsbatch.toml python examples/ecs_worker.py
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ async def handle(batch: MessageBatch) -> None:
 
 def main(idle_seconds: float | None = None) -> AsyncConsumer:
     """Consume until SIGTERM (the service), or until idle for `idle_seconds` (a batch job)."""
-    consumer = AsyncConsumer(os.environ.get("QUEUE_NAME", "orders"), handle)
+    consumer = AsyncConsumer(os.environ.get("QUEUE_NAME", "ecs-worker-orders"), handle)
     run = consumer.run() if idle_seconds is None else consumer.run_until_idle(idle_seconds)
     asyncio.run(run)
     log.info("stopped: %s", consumer.stats.as_dict())

@@ -1,7 +1,10 @@
 """Cloudflare Queues' consumer model on SQS: ack, retry with backoff, dead-letter.
 
-Run against the local SQS of `sqsbatch dev` (or real SQS with your credentials):
-    AWS_ENDPOINT_URL_SQS=http://127.0.0.1:4566 python examples/quickstart.py
+It creates queues of its own, `quickstart-orders` and `quickstart-orders-dlq`, and finds SQS as
+boto3 does: `AWS_ENDPOINT_URL_SQS`, then the usual credentials. On a local SQS: start
+`sqsbatch dev` in another shell, paste the `export` lines it prints into this one, then
+    python examples/quickstart.py
+Without `AWS_ENDPOINT_URL_SQS` it runs on real SQS with your AWS credentials.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ def handle(batch: MessageBatch) -> None:
             message.ack()
 
 
-def main(queue: str = "orders", idle_seconds: float = 5.0) -> None:
+def main(queue: str = "quickstart-orders", idle_seconds: float = 5.0) -> None:
     create_queue(queue, dead_letter_queue=f"{queue}-dlq", max_retries=3)
     Producer(queue).send_batch([{"body": {"id": n}} for n in range(30)])
     config = ConsumerConfig(

@@ -1,7 +1,9 @@
 """The redrive daemon from Python: drain a DLQ once, with per-message backoff.
 
-Run against the local SQS of `sqsbatch dev` (or real SQS with your credentials):
-    AWS_ENDPOINT_URL_SQS=http://127.0.0.1:4566 python examples/redrive_once.py
+It creates queues of its own, `redrive-once-payments` and `redrive-once-payments-dlq`, and finds
+SQS as boto3 does: `AWS_ENDPOINT_URL_SQS`, then the usual credentials. On a local SQS: start
+`sqsbatch dev` in another shell, paste the `export` lines it prints into this one, then
+    python examples/redrive_once.py
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ from sqsbatch import create_queue
 
 
 def main() -> RedriveStats:
-    create_queue("payments", dead_letter_queue="payments-dlq", max_retries=3)
+    create_queue(
+        "redrive-once-payments", dead_letter_queue="redrive-once-payments-dlq", max_retries=3
+    )
     redriver = Redriver(
-        ["payments-dlq"],
+        ["redrive-once-payments-dlq"],
         policy=BackoffPolicy(base_delay=60, factor=2, max_delay=3600, max_redrives=5),
         rate=20,  # messages per second sent back, at most (per process)
     )

@@ -1,7 +1,8 @@
 """An SQS endpoint on this machine, with no AWS account: moto's server mode on loopback.
 
 Used by the tests, `sqsbatch demo` and `sqsbatch dev`. Needs the `local` extra
-(`pip install 'sqsbatch[local]'`).
+(`pip install 'sqsbatch[local]'`). `start()` applies `sqsbatch.moto_speedup` to moto 5.2 in this
+process, so that receives and sends stay fast as queues grow; another moto runs unpatched.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import socket
 from types import TracebackType
 from typing import Any, Self
 
+from sqsbatch import moto_speedup
 from sqsbatch.errors import SqsBatchError
 from sqsbatch.transport import client_config
 
@@ -39,6 +41,7 @@ class LocalSqs:
             raise SqsBatchError("the local SQS needs moto: pip install 'sqsbatch[local]'") from exc
         if self._port:
             _check_free(self._host, self._port)
+        moto_speedup.apply()  # once per process; a moto it does not fit logs one line, unpatched
         # moto logs every request through werkzeug; only errors are worth showing.
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         self._server = ThreadedMotoServer(ip_address=self._host, port=self._port, verbose=False)

@@ -42,13 +42,13 @@ def test_quickstart_runs(local_env: Any, name: str, capsys: pytest.CaptureFixtur
 
 def test_example_settings_file_loads() -> None:
     path = ROOT / "examples" / "sqsbatch.toml"
-    config = ConsumerConfig.load("orders", path)
+    config = ConsumerConfig.load("ecs-worker-orders", path)
     assert (config.max_batch_size, config.dead_letter_queue, config.max_receive_count) == (
         30,
-        "orders-dlq",
+        "ecs-worker-orders-dlq",
         4,
     )
-    assert ProducerConfig.load("orders", path).delivery_delay == 0
+    assert ProducerConfig.load("ecs-worker-orders", path).delivery_delay == 0
 
 
 def doc_files() -> list[Path]:
