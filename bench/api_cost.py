@@ -5,8 +5,8 @@
 Sends N messages to a fresh queue on an embedded moto server, consumes them with the sync
 Consumer (every handler returns: all acked) at max_batch_size 10 and 100, and counts every HTTP
 request botocore sends (retries included: that is the bill). Production and startup calls
-(GetQueueUrl, GetQueueAttributes) are reported apart from the consume loop's. No moto speed-up
-patch is applied: moto's receive slows with queue depth, which costs wall time, not requests.
+(GetQueueUrl, GetQueueAttributes) are reported apart from the consume loop's. LocalSqs applies
+sqsbatch's moto speed-up patch (sqsbatch/moto_speedup.py): it changes wall time, not requests.
 """
 
 from __future__ import annotations

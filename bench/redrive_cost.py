@@ -7,8 +7,8 @@
    due (base delay `--base-delay` s), a second pass after that moves them.
 
 Requests are counted by the daemon itself (`Redriver.requests_by_operation`); filling the DLQ
-is not counted. moto's ReceiveMessage slows down with queue depth (it rescans the queue), so
-the wall time says little about real SQS; no moto speed-up patch is applied. The request counts
+is not counted. The wall time says little about real SQS (LocalSqs patches moto so that its
+receive no longer rescans the queue per message: sqsbatch/moto_speedup.py). The request counts
 do not depend on moto's speed.
 """
 
