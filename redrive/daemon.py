@@ -31,7 +31,7 @@ from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.sqs_sync import SyncSqs, default_client
 from sqsbatch.transport import is_transient, queue_name, receive_params
 
-__all__ = ["Redriver", "execute", "only_source"]
+__all__ = ["Redriver", "dead_letter_sources", "execute", "only_source"]
 
 SOURCES_TTL_SECONDS = 300.0
 """How long the answer of `ListDeadLetterSourceQueues` is trusted."""
@@ -142,11 +142,27 @@ class Redriver:
     # -- one pass --------------------------------------------------------------------------------
 
     def _start(self) -> None:
-        """Resolve every queue once: an unknown DLQ, `to` or parking queue fails here."""
+        """Resolve every queue once: an unknown DLQ, `to` or parking queue fails here, and so
+        does a DLQ that is not one (its messages would be hidden from its own consumers)."""
         self._stopping.clear()
         for queue in (*self.dlqs, self.to, self.parking_queue):
             if queue is not None:
                 self._urls[queue] = self._sqs.queue_url(queue)
+        for dlq in self.dlqs:
+            self._check_is_dlq(dlq, self._urls[dlq])
+
+    def _check_is_dlq(self, dlq: str, url: str) -> None:
+        """A queue that no queue names in its RedrivePolicy is not a DLQ: refused."""
+        sources, complete = dead_letter_sources(self._sqs, url)
+        if not sources:
+            raise ConfigError(
+                f"{queue_name(dlq)} is not a dead-letter queue (no queue names it in its "
+                "RedrivePolicy): redriving it would hide its messages from its consumers; if it "
+                "is a consumer's dead_letter_queue, give that queue a RedrivePolicy "
+                "(create_queue does)"
+            )
+        only = sources[0] if len(sources) == 1 and complete else None
+        self._sources[url] = (only, self._clock())  # the routing cache, filled for free
 
     def _pass(self, dlq: str, wait_seconds: int) -> tuple[dict[str, int], set[str]]:
         """Receive one batch from `dlq` and settle it; (counter increments, message ids)."""
@@ -248,9 +264,15 @@ def execute(
 
 def only_source(sqs: SyncSqs, dlq_url: str) -> str | None:
     """The URL of the DLQ's only source queue (`ListDeadLetterSourceQueues`), else None."""
+    urls, complete = dead_letter_sources(sqs, dlq_url)
+    return urls[0] if len(urls) == 1 and complete else None
+
+
+def dead_letter_sources(sqs: SyncSqs, dlq_url: str) -> tuple[list[str], bool]:
+    """The first page of the URLs of the queues that dead-letter into the DLQ, and whether
+    that page is all of them."""
     answer = sqs.call("list_dead_letter_source_queues", {"QueueUrl": dlq_url})
-    urls = answer.get("queueUrls", [])
-    return str(urls[0]) if len(urls) == 1 and not answer.get("NextToken") else None
+    return [str(url) for url in answer.get("queueUrls", [])], not answer.get("NextToken")
 
 
 def _check_queues(dlqs: list[str], to: str | None, parking_queue: str | None) -> None:

@@ -27,7 +27,7 @@ from sqsbatch.errors import ConfigError, QueueNotFound
 from sqsbatch.sqs_sync import SyncSqs, default_client
 from sqsbatch.transport import queue_name, receive_params
 
-__all__ = ["move_now", "start_native_move"]
+__all__ = ["check_destination", "move_now", "start_native_move"]
 
 RECEIVE_WAIT_SECONDS = 1
 """A short long poll: enough for SQS to look at every server, short for the last, empty one."""
@@ -54,6 +54,7 @@ def move_now(
     """
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise ConfigError(f"limit={limit!r} is invalid (accepted: int >= 0, or None for all)")
+    check_destination(dlq, to)
     sqs = SyncSqs(client if client is not None else default_client())
     move = _Move(sqs, sqs.queue_url(dlq), select, limit, dry_run, on_message)
     move.to_url = sqs.queue_url(to) if to is not None else None
@@ -190,6 +191,7 @@ def start_native_move(
     """
     if rate is not None:
         check_int("rate", rate, 1, MAX_NATIVE_RATE)
+    check_destination(dlq, to)
     sqs = SyncSqs(client if client is not None else default_client())
     params: dict[str, Any] = {"SourceArn": _arn(sqs, dlq)}
     if to is not None:
@@ -197,6 +199,17 @@ def start_native_move(
     if rate is not None:
         params["MaxNumberOfMessagesPerSecond"] = rate
     return str(sqs.call("start_message_move_task", params, queue=queue_name(dlq))["TaskHandle"])
+
+
+def check_destination(dlq: str, to: str | None) -> None:
+    """`to` (a name, URL or ARN) may not be the DLQ itself: a move there would go round in
+    circles (every copy is a new message to move again)."""
+    if to is not None and _name(to) == _name(dlq):
+        raise ConfigError(f"to={to!r} is the dead-letter queue itself: nothing would leave it")
+
+
+def _name(queue: str) -> str:
+    return queue.rsplit(":", 1)[-1] if queue.startswith("arn:") else queue_name(queue)
 
 
 def _arn(sqs: SyncSqs, queue: str) -> str:

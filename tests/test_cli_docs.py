@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shlex
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -42,8 +43,13 @@ def test_the_doc_has_examples_of_every_command() -> None:
     assert "sqsbatch demo" in text and "sqsbatch dev" in text  # blocking: shown, not run
 
 
-def test_the_console_blocks_run_as_documented(tmp_path: Path) -> None:
-    # the handler module the doc shows (tests/test_examples.py keeps the doc's copy verbatim)
+def test_the_console_blocks_run_as_documented(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the handler module the doc shows (tests/test_examples.py keeps the doc's copy verbatim),
+    # imported fresh: another test's `jobs` module must not stand in for it
+    for module in [name for name in sys.modules if name == "jobs" or name.startswith("jobs.")]:
+        monkeypatch.delitem(sys.modules, module)
     shutil.copy(DOC.parent.parent / "examples" / "jobs.py", tmp_path / "jobs.py")
     runner = CliRunner()
     with LocalSqs() as local:  # a fresh server: the doc's queue names are its own

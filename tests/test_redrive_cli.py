@@ -92,10 +92,10 @@ def test_bad_settings_in_the_file_fail_with_one_line(table: str, says: str) -> N
 @pytest.mark.parametrize(
     ("args", "code", "says"),
     [
-        (["--factor", "0.5"], 1, "redrive: factor=0.5 is invalid (accepted: number 1..100)"),
-        (["--base-delay", "soon"], 2, "redrive: Invalid value for '--base-delay'"),
-        (["--jitter", "-1"], 1, "redrive: jitter=-1.0 is invalid (accepted: seconds 0..86400)"),
-        ([], 1, "redrive: no DLQ given: pass --dlq QUEUE"),
+        (["--factor", "0.5"], 2, "error: Invalid value for '--factor'"),
+        (["--base-delay", "soon"], 2, "error: Invalid value for '--base-delay'"),
+        (["--jitter", "-1"], 2, "error: Invalid value for '--jitter'"),
+        ([], 1, "error: no DLQ given: pass --dlq QUEUE (or REDRIVE_DLQS, or [redrive] dlqs)"),
     ],
 )
 def test_bad_flags_print_one_line_and_exit_non_zero(
@@ -112,7 +112,7 @@ def test_bad_flags_print_one_line_and_exit_non_zero(
 def test_an_unknown_dlq_is_one_line(local_sqs: LocalSqs, name: str) -> None:
     result = invoke(local_sqs, "--once", "--dlq", f"{name}-nope")
     assert result.exit_code == 1
-    assert result.stderr.strip() == f"redrive: queue does not exist ({name}-nope)"
+    assert result.stderr.strip() == f"error: queue does not exist ({name}-nope)"
 
 
 def test_missing_credentials_are_one_line(
@@ -125,7 +125,7 @@ def test_missing_credentials_are_one_line(
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     result = invoke(local_sqs, "--once", "--dlq", "any-dlq")
     assert result.exit_code == 1
-    assert result.stderr.strip().startswith("redrive: no AWS credentials found")
+    assert result.stderr.strip().startswith("error: no AWS credentials found")
 
 
 def test_native_asks_sqs_for_a_move_task(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -135,7 +135,7 @@ def test_native_asks_sqs_for_a_move_task(monkeypatch: pytest.MonkeyPatch) -> Non
     arn = "arn:aws:sqs:us-east-1:123456789012:orders-dlq"
     expected = {"SourceArn": arn, "MaxNumberOfMessagesPerSecond": 10}
     stubber.add_response("start_message_move_task", {"TaskHandle": "task-9"}, expected)
-    monkeypatch.setattr(cli, "make_client", lambda settings: client)
+    monkeypatch.setattr(cli, "make_client", lambda settings, profile=None: client)
     with stubber:
         result = runner.invoke(cli.app, ["run", "--native", "--dlq", arn, "--rate", "10", "--json"])
     assert result.exit_code == 0, result.output

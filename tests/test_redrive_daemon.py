@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from redrive import BackoffPolicy, Redriver
+from sqsbatch import create_queue
 from sqsbatch.errors import ConfigError, QueueNotFound
 from tests.sqs_helpers import depth
 from tests.test_redrive_support import (
@@ -123,9 +124,11 @@ def test_a_message_sqs_moved_itself_goes_back_to_the_dlqs_only_source(sqs: Any, 
     assert redriver.requests_by_operation["list_dead_letter_source_queues"] == 1
 
 
-def test_without_any_source_messages_go_to_to_or_stay_unroutable(sqs: Any, name: str) -> None:
-    lone_dlq, fallback = f"{name}-lone", f"{name}-to"
-    sqs.create_queue(QueueName=lone_dlq)
+def test_without_one_known_source_messages_go_to_to_or_stay_unroutable(sqs: Any, name: str) -> None:
+    # a DLQ of two queues: a message without metadata could come from either
+    lone_dlq, fallback = f"{name}-shared", f"{name}-to"
+    for source in (f"{name}-a", f"{name}-b"):
+        create_queue(source, dead_letter_queue=lone_dlq, client=sqs)
     sqs.create_queue(QueueName=fallback)
     dead_letter(sqs, lone_dlq, None, [1])
     stuck = Redriver(lone_dlq, policy=NOW, client=sqs).run_once(wait_seconds=0)

@@ -8,20 +8,25 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
+from rich.markup import escape
 from typer.core import TyperGroup
 
+from sqsbatch.cli.options import arity, hoist, tidy_help
+from sqsbatch.errors import SqsBatchError
 from sqsbatch.sqs_sync import SyncSqs
 from sqsbatch.transport import client_config, queue_name, sqs_errors
 
 __all__ = [
+    "CONNECT_ATTEMPTS",
+    "CONNECT_TIMEOUT_SECONDS",
     "CliError",
     "Connection",
     "ask",
@@ -33,13 +38,44 @@ __all__ = [
     "out",
     "print_json",
     "queue_attributes",
+    "remember_options",
     "sqs_for",
+    "user_errors",
+    "wants_json",
 ]
 
-out = Console(highlight=False, soft_wrap=False)
+PIPE_WIDTH = 10_000
+"""The width of stdout when it is not a terminal: wide enough that no line is wrapped."""
+
+
+class _Console(Console):
+    """rich's Console, but as wide as its lines when it does not write to a terminal: a pipe
+    or a file gets whole lines and table rows, never rows folded at 80 columns."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = super().size
+        if not self.is_terminal:  # whatever $COLUMNS says: it is the terminal's, not the pipe's
+            return ConsoleDimensions(PIPE_WIDTH, size.height)
+        return size
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        self._width, self._height = new_size
+
+
+out: Console = _Console(highlight=False, soft_wrap=False)
 """Tables and results (stdout)."""
 err = Console(stderr=True, highlight=False)
 """Notes, progress and errors (stderr)."""
+
+CONNECT_TIMEOUT_SECONDS = 2.0
+"""How long the command line waits for a TCP connection to SQS."""
+CONNECT_ATTEMPTS = 2
+"""Tries per request when SQS cannot be reached at all (throttling and 5xx keep the retries of
+`transport.client_config`)."""
+
+_JSON = "sqsbatch.json"
 
 
 class CliError(Exception):
@@ -61,21 +97,60 @@ class Connection:
     profile: str | None = None
 
     def client(self, *, max_pool_connections: int = 10) -> Any:
+        """A boto3 SQS client that gives up soon when SQS cannot be reached (a wrong endpoint
+        or port is one error line within seconds, not botocore's retries with backoff)."""
         import boto3  # noqa: PLC0415 - slow to import; `--help` should not pay for it
+        from botocore.config import Config  # noqa: PLC0415
 
+        config = client_config(max_pool_connections=max_pool_connections).merge(
+            Config(connect_timeout=CONNECT_TIMEOUT_SECONDS)
+        )
         with sqs_errors():
             session = boto3.session.Session(profile_name=self.profile, region_name=self.region)
-            return session.client(
-                "sqs",
-                endpoint_url=self.endpoint_url,
-                config=client_config(max_pool_connections=max_pool_connections),
-            )
+            try:
+                client = session.client("sqs", endpoint_url=self.endpoint_url, config=config)
+            except ValueError as exc:  # botocore's "Invalid endpoint: host:port"
+                if not str(exc).startswith("Invalid endpoint"):
+                    raise
+                raise CliError(self._bad_endpoint(str(exc).partition(": ")[2])) from None
+        client.meta.events.register_first("needs-retry.sqs", _give_up_when_unreachable)
+        return client
+
+    def _bad_endpoint(self, url: str) -> str:
+        source = (
+            "the command line or the settings"
+            if self.endpoint_url
+            else "$AWS_ENDPOINT_URL_SQS, $AWS_ENDPOINT_URL or the AWS config file"
+        )
+        return f"SQS endpoint {url!r} has no scheme: give http://{url} (from {source})"
+
+
+def _give_up_when_unreachable(
+    caught_exception: BaseException | None = None, attempts: int = 0, **_: Any
+) -> None:
+    """A `needs-retry` hook: after `CONNECT_ATTEMPTS` tries that could not connect, raise the
+    connection error instead of letting botocore's standard mode retry it (with backoff)."""
+    from botocore.exceptions import EndpointConnectionError  # noqa: PLC0415
+
+    if isinstance(caught_exception, EndpointConnectionError) and attempts >= CONNECT_ATTEMPTS:
+        raise caught_exception
+
+
+def remember_options(ctx: typer.Context, where: Connection, *, as_json: bool) -> None:
+    """Keep the app's global options for its commands (the app's callback calls this)."""
+    ctx.obj = where
+    ctx.meta[_JSON] = as_json
 
 
 def connection(ctx: typer.Context) -> Connection:
     """The connection options of the running command (set by the app's callback)."""
     found = ctx.find_object(Connection)
     return found if found is not None else Connection()
+
+
+def wants_json(ctx: typer.Context) -> bool:
+    """Whether the global `--json` was given (before or after the command)."""
+    return bool(ctx.meta.get(_JSON, False))
 
 
 def sqs_for(ctx: typer.Context) -> SyncSqs:
@@ -95,7 +170,7 @@ def queue_attributes(sqs: SyncSqs, queue: str, names: list[str] | None = None) -
 
 def fail(message: str, code: int = 1) -> typer.Exit:
     """Print `error: message` as one line on stderr; return the Exit to raise."""
-    line = " ".join(message.split())
+    line = escape(" ".join(message.split()))
     err.print(f"[bold red]error:[/] {line}", markup=True, highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
@@ -132,26 +207,72 @@ def format_age(seconds: float | None) -> str:
 
 
 def ask(question: str) -> bool:
-    """A yes/no question on stderr; no answer (end of input) is no."""
+    """A yes/no question on stderr, the answer a line of stdin: `y` or `yes` is yes; anything
+    else, or no answer (end of input), is no. Nothing goes to stdout (click's prompt writes a
+    space there), so `--json` output stays parseable."""
+    sys.stderr.write(f"{question} [y/N]: ")
+    sys.stderr.flush()
+    answer = sys.stdin.readline()
+    if not answer.endswith("\n"):
+        sys.stderr.write("\n")  # end of input: end the prompt's line
+    return answer.strip().lower() in {"y", "yes"}
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn the errors a user can cause into one `error: ...` line and an exit code: 2 for a
+    malformed command line, 1 for the rest (a missing queue, no credentials, a bad value)."""
+    from typer._click.exceptions import (  # noqa: PLC0415 - typer's vendored click
+        ClickException,
+        NoArgsIsHelpError,
+        UsageError,
+    )
+
     try:
-        return bool(typer.confirm(question, err=True))
-    except typer.Abort:
-        return False
+        yield
+    except NoArgsIsHelpError:
+        raise  # shows the help, as asked
+    except UsageError as exc:
+        hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+        raise fail(exc.format_message() + hint, exc.exit_code) from None
+    except ClickException as exc:
+        raise fail(exc.format_message(), exc.exit_code) from None
+    except (SqsBatchError, CliError) as exc:
+        raise fail(str(exc), 1) from None
 
 
-def guarded_group(user_errors: Callable[[], AbstractContextManager[None]]) -> type[TyperGroup]:
-    """typer's group class with `user_errors()` around parsing and around every command, so
-    that a user's mistake is one line and an exit code, never a traceback."""
+def guarded_group(
+    errors: Callable[[], AbstractContextManager[None]] = user_errors,
+) -> type[TyperGroup]:
+    """typer's group class for an app: `errors()` around parsing and around every command, so
+    that a user's mistake is one line and an exit code, never a traceback; the global options
+    read before or after the command (`options.hoist`); help printed as written."""
 
     class Group(TyperGroup):
         def make_context(
             self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any
         ) -> Any:
-            with user_errors():
+            with errors():
                 return super().make_context(info_name, args, parent, **extra)
 
+        def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+            self._tidy(ctx)
+            reordered = hoist(
+                args, arity(self.get_params(ctx)), lambda name: self._arity(ctx, name)
+            )
+            return list(super().parse_args(ctx, reordered))
+
         def invoke(self, ctx: Any) -> Any:
-            with user_errors():
+            with errors():
                 return super().invoke(ctx)
+
+        def _arity(self, ctx: Any, name: str) -> dict[str, int] | None:
+            command = self.get_command(ctx, name)
+            return None if command is None else arity(command.get_params(ctx))
+
+        def _tidy(self, ctx: Any) -> None:
+            tidy_help(self, ctx)
+            for name in self.list_commands(ctx):
+                tidy_help(self.get_command(ctx, name), ctx)
 
     return Group

@@ -8,16 +8,30 @@ import inspect
 import logging
 import os
 import sys
-from collections.abc import Iterator
+import traceback
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
 from sqsbatch.cli.common import CliError, Connection, connection, err, out, print_json
+from sqsbatch.cli.foreground import Foreground
+from sqsbatch.cli.logs import (
+    LogFormat,
+    LogFormatOption,
+    LogLevelOption,
+    VerboseOption,
+    cli_logging,
+    log_level,
+)
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.consuming import connections_for
+from sqsbatch.lifecycle import Counters
 from sqsbatch.limits import SqsLimits
 
 __all__ = ["app", "load_handler"]
@@ -26,43 +40,124 @@ app = typer.Typer()
 
 
 def load_handler(spec: str) -> Any:
-    """The callable named by `package.module:function` (the current directory is importable)."""
-    module_name, sep, attribute = spec.partition(":")
-    if not sep or not module_name or not attribute:
-        raise typer.BadParameter(f"{spec!r}: expected MODULE:FUNCTION, e.g. app.jobs:handle")
+    """The callable named by `package.module:function` or `path/to/file.py:function`.
+
+    The current directory is importable, and so is a file's own directory (a file may import
+    its neighbours). A module that does not import is one line naming the file and the line.
+    """
+    source, sep, attribute = spec.rpartition(":")
+    if not sep or not source or not attribute:
+        raise typer.BadParameter(
+            f"{spec!r}: expected MODULE:FUNCTION or FILE.py:FUNCTION, e.g. app.jobs:handle"
+        )
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        raise CliError(f"cannot import {module_name!r}: {exc}") from None
+    module = _import_file(source) if _is_path(source) else _import(source, source)
     target: Any = module
     for part in attribute.split("."):
         if not hasattr(target, part):
-            raise CliError(f"module {module_name!r} has no {attribute!r}")
+            raise CliError(f"module {source!r} has no {attribute!r}")
         target = getattr(target, part)
     if not callable(target):
         raise CliError(f"{spec} is not callable")
     return target
 
 
+def _is_path(source: str) -> bool:
+    return source.endswith(".py") or "/" in source or os.sep in source
+
+
+def _import_file(source: str) -> ModuleType:
+    """The module of a `.py` file, imported by its name from its own directory."""
+    file = Path(source)
+    if file.suffix != ".py" or not file.is_file():
+        raise CliError(f"{source}: no such Python file")
+    folder = str(file.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    module = _import(file.stem, source)
+    found = getattr(module, "__file__", None)
+    if found is None or Path(found).resolve() != file.resolve():
+        raise CliError(
+            f"{source}: the module name {file.stem!r} is taken by {found or 'a built-in module'};"
+            " rename the file"
+        )
+    return module
+
+
+def _import(name: str, shown: str) -> ModuleType:
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
+            raise CliError(f"cannot import {shown!r}: {exc}") from None  # it is not there
+        raise CliError(_import_failure(shown, exc)) from None
+    except (Exception, SystemExit) as exc:  # SyntaxError, ImportError, whatever it raises
+        raise CliError(_import_failure(shown, exc)) from None
+
+
+def _import_failure(shown: str, exc: BaseException) -> str:
+    """`cannot import jobs: NameError at jobs.py:3: name 'x' is not defined`."""
+    what = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+    return f"cannot import {shown}: {type(exc).__name__} at {_where(exc)}: {what}"
+
+
+def _where(exc: BaseException) -> str:
+    """The file and line of the user's code where an import failed."""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"{_shown_path(exc.filename)}:{exc.lineno}"
+    frames = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if not frame.filename.startswith("<")
+        and frame.filename != __file__
+        and f"{os.sep}importlib{os.sep}" not in frame.filename
+    ]
+    if not frames:
+        return "?"
+    return f"{_shown_path(frames[-1].filename)}:{frames[-1].lineno}"
+
+
+def _shown_path(path: str) -> str:
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
+
+
 @app.command()
 def consume(
     ctx: typer.Context,
-    handler: Annotated[str, typer.Argument(metavar="MODULE:FUNCTION", help="The batch handler.")],
+    handler: Annotated[
+        str,
+        typer.Argument(
+            metavar="MODULE:FUNCTION",
+            help="The batch handler: MODULE:FUNCTION or FILE.py:FUNCTION.",
+        ),
+    ],
     *,
     queue: Annotated[str, typer.Option("--queue", "-q", help="Queue name or URL.")],
-    max_batch_size: Annotated[int | None, typer.Option(help="1..100 (default: 10)")] = None,
+    max_batch_size: Annotated[
+        int | None, typer.Option(min=1, max=100, help="Messages per batch (default: 10).")
+    ] = None,
     max_batch_timeout: Annotated[
-        float | None, typer.Option(help="Seconds 0..60 (default: 5)")
+        float | None, typer.Option(min=0, max=60, help="Seconds a batch waits (default: 5).")
     ] = None,
-    max_retries: Annotated[int | None, typer.Option(help="0..100 (default: 3)")] = None,
-    dead_letter_queue: Annotated[str | None, typer.Option(help="DLQ name (default: none)")] = None,
-    retry_delay: Annotated[int | None, typer.Option(help="Seconds 0..86400 (default: 0)")] = None,
+    max_retries: Annotated[
+        int | None,
+        typer.Option(min=0, max=100, help="Default: the queue's maxReceiveCount - 1, else 3."),
+    ] = None,
+    dead_letter_queue: Annotated[
+        str | None,
+        typer.Option(help="DLQ name (default: the queue's RedrivePolicy, else none)."),
+    ] = None,
+    retry_delay: Annotated[
+        int | None, typer.Option(min=0, max=86_400, help="Seconds (default: 0).")
+    ] = None,
     max_concurrency: Annotated[
-        int | None, typer.Option(help="Batches at once (default: 1)")
+        int | None, typer.Option(min=1, max=250, help="Batches at once (default: 1).")
     ] = None,
-    visibility_timeout: Annotated[int | None, typer.Option(help="Seconds (default: 30)")] = None,
+    visibility_timeout: Annotated[
+        int | None, typer.Option(min=1, max=43_200, help="Seconds (default: 30).")
+    ] = None,
     use_async: Annotated[
         bool, typer.Option("--async", help="AsyncConsumer, for an `async def` handler.")
     ] = False,
@@ -82,11 +177,21 @@ def consume(
         ),
     ] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Print the final stats as JSON.")] = False,
+    log_format: LogFormatOption = LogFormat.AUTO,
+    level: LogLevelOption = None,
+    verbose: VerboseOption = 0,
 ) -> None:
-    """Run the poller on a handler until SIGTERM/SIGINT (graceful) or, with --once, until idle.
+    """Run the poller on a handler until Ctrl-C/SIGTERM (graceful) or, with --once, until idle.
 
-    On SIGTERM/SIGINT it stops receiving (after the current long poll), lets in-flight batches
-    finish and settle, prints the stats and exits 0.
+    HANDLER is MODULE:FUNCTION (the current directory is importable) or FILE.py:FUNCTION.
+
+    The first Ctrl-C (or SIGTERM) stops receiving: it says what it waits for (the messages in
+    flight, the current long poll of up to --poll-seconds), lets in-flight batches finish and
+    settle, prints the stats and exits 0. A second one stops at once (exit 130 for Ctrl-C):
+    messages in flight are not settled and come back after their visibility timeout.
+
+    On a terminal it shows live counters. Logs (the library's and the handler's own) go to
+    stderr, at WARNING and up unless -v or --log-level says otherwise.
 
     Settings not given as flags come from SQSBATCH_* variables, then from the queue's
     [[queues.consumers]] table in sqsbatch.toml ($SQSBATCH_CONFIG_FILE), then the defaults.
@@ -100,34 +205,49 @@ def consume(
         max_concurrency=max_concurrency,
         visibility_timeout=visibility_timeout,
     )
-    function = load_handler(handler)
-    config = ConsumerConfig.load(queue, None, **given)  # flags > SQSBATCH_* > toml
-    _check_kind(function, handler, use_async=use_async)
-    _log_to_stderr()
-    client_pool = connections_for(config)
-    limits = SqsLimits(max_wait_seconds=poll_seconds)
-    if use_async:
-        stats, requests = _run_async(
-            ctx,
+    with cli_logging(log_format, log_level(level, verbose, default=logging.WARNING)):
+        function = load_handler(handler)
+        config = ConsumerConfig.load(queue, None, **given)  # flags > SQSBATCH_* > toml
+        _check_kind(function, handler, use_async=use_async)
+        run = _Run(
             queue=queue,
             function=function,
             config=config,
-            once=once,
-            idle_seconds=idle_seconds,
-            limits=limits,
+            limits=SqsLimits(max_wait_seconds=poll_seconds),
+            until_idle=idle_seconds if once else None,
         )
-    else:
-        stats, requests = _run_sync(
-            ctx,
-            queue=queue,
-            function=function,
-            config=config,
-            once=once,
-            idle_seconds=idle_seconds,
-            pool=client_pool,
-            limits=limits,
-        )
+        stats, requests = _run_async(ctx, run) if use_async else _run_sync(ctx, run)
     _report(queue, stats, requests, as_json=as_json)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What one `consume` runs: the handler on the queue, until stopped or idle."""
+
+    queue: str
+    function: Any
+    config: ConsumerConfig
+    limits: SqsLimits
+    until_idle: float | None
+    """With --once: how long idle is; None runs until a signal."""
+
+    def foreground(
+        self, work: Callable[[], object], stop: Callable[[], None], stats: Counters
+    ) -> Foreground:
+        return Foreground(
+            work=work,
+            stop=stop,
+            stats=stats.as_dict,
+            title=f"consuming {self.queue}",
+            poll_seconds=self.limits.max_wait_seconds,
+            visibility_timeout=self.config.visibility_timeout,
+            live=err.is_terminal,
+        )
+
+    def starting(self, kind: str = "") -> None:
+        idle = " until idle" if self.until_idle is not None else ""
+        line = f"consuming {self.queue}{kind} with {_describe(self.config)}{idle}"
+        err.print(line, markup=False, soft_wrap=True)
 
 
 def _given(**flags: object) -> dict[str, object]:
@@ -143,45 +263,30 @@ def _check_kind(function: Any, spec: str, *, use_async: bool) -> None:
         raise CliError(f"{spec} is not `async def`: drop --async")
 
 
-def _run_sync(
-    ctx: typer.Context,
-    *,
-    queue: str,
-    function: Any,
-    config: ConsumerConfig,
-    once: bool,
-    idle_seconds: float,
-    pool: int,
-    limits: SqsLimits,
-) -> tuple[dict[str, int], int]:
+def _run_sync(ctx: typer.Context, run: _Run) -> tuple[dict[str, int], int]:
     from sqsbatch.consumer import Consumer  # noqa: PLC0415
 
-    client = connection(ctx).client(max_pool_connections=pool)
-    consumer = Consumer(queue, function, config, client=client, limits=limits)
-    err.print(f"consuming {queue} with {_describe(config)}" + (" until idle" if once else ""))
-    if once:
-        consumer.run_until_idle(idle_seconds)
-    else:
-        consumer.run()
+    client = connection(ctx).client(max_pool_connections=connections_for(run.config))
+    consumer = Consumer(run.queue, run.function, run.config, client=client, limits=run.limits)
+    run.starting()  # only once the consumer is made: a bad handler or setting fails first
+    idle = run.until_idle
+    work = consumer.run if idle is None else (lambda: consumer.run_until_idle(idle))
+    run.foreground(work, consumer.stop, consumer.stats).run()
     return consumer.stats.as_dict(), consumer.requests
 
 
-def _run_async(
-    ctx: typer.Context,
-    *,
-    queue: str,
-    function: Any,
-    config: ConsumerConfig,
-    once: bool,
-    idle_seconds: float,
-    limits: SqsLimits,
-) -> tuple[dict[str, int], int]:
+def _run_async(ctx: typer.Context, run: _Run) -> tuple[dict[str, int], int]:
     from sqsbatch.async_consumer import AsyncConsumer  # noqa: PLC0415 - aioboto3 is slow to load
 
     with _exported(connection(ctx)):  # the async client is aioboto3's: it reads the env
-        consumer = AsyncConsumer(queue, function, config, limits=limits)
-        err.print(f"consuming {queue} (async) with {_describe(config)}")
-        asyncio.run(consumer.run_until_idle(idle_seconds) if once else consumer.run())
+        consumer = AsyncConsumer(run.queue, run.function, run.config, limits=run.limits)
+        run.starting(" (async)")
+        idle = run.until_idle
+
+        def work() -> None:
+            asyncio.run(consumer.run() if idle is None else consumer.run_until_idle(idle))
+
+        run.foreground(work, consumer.stop, consumer.stats).run()
     return consumer.stats.as_dict(), consumer.requests
 
 
@@ -206,18 +311,16 @@ def _exported(conn: Connection) -> Iterator[None]:
                 os.environ[name] = value
 
 
+FROM_THE_QUEUE = ("dead_letter_queue", "max_retries")
+"""Settings that, unless given, come from the queue's RedrivePolicy at start."""
+
+
 def _describe(config: ConsumerConfig) -> str:
-    return ", ".join(f"{key}={value}" for key, value in config.model_dump().items())
-
-
-def _log_to_stderr() -> None:
-    """The library's warnings (policy mismatches, handler errors) on stderr, once."""
-    from rich.logging import RichHandler  # noqa: PLC0415
-
-    log = logging.getLogger("sqsbatch")
-    if not any(isinstance(h, RichHandler) for h in log.handlers):
-        log.addHandler(RichHandler(console=err, show_path=False, markup=False))
-        log.setLevel(logging.WARNING)
+    given = config.model_fields_set
+    return ", ".join(
+        f"{key}=(the queue's)" if key in FROM_THE_QUEUE and key not in given else f"{key}={value}"
+        for key, value in config.model_dump().items()
+    )
 
 
 def _report(queue: str, stats: dict[str, int], requests: int, *, as_json: bool) -> None:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 from sqsbatch.cli.common import CliError, ask, err, fail, out, print_json, queue_attributes, sqs_for
 from sqsbatch.cli.filters import Select, parse_filters
+from sqsbatch.errors import ConfigError
 from sqsbatch.transport import queue_name
 
 __all__ = ["app"]
@@ -70,6 +71,7 @@ def redrive_command(
         raise typer.BadParameter("--rate goes with --native")
     import redrive  # noqa: PLC0415 - the sibling package; only this command needs it
 
+    _check_destination(dlq, to)
     sqs = sqs_for(ctx)
     depth = int(queue_attributes(sqs, dlq).get("ApproximateNumberOfMessages", 0))
     name = queue_name(dlq)
@@ -96,6 +98,16 @@ def redrive_command(
         depth=depth,
     )
     _show(name, report, dry_run=dry_run, as_json=as_json)
+
+
+def _check_destination(dlq: str, to: str | None) -> None:
+    """`--to` the DLQ itself is refused before anything is asked or received."""
+    from redrive.manual import check_destination  # noqa: PLC0415
+
+    try:
+        check_destination(dlq, to)
+    except ConfigError as exc:
+        raise typer.BadParameter(str(exc), param_hint="'--to'") from None
 
 
 def _move(

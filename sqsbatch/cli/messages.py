@@ -3,18 +3,36 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
-from sqsbatch.cli.common import CliError, format_age, out, print_json, queue_attributes, sqs_for
-from sqsbatch.cli.peek import peek
+from sqsbatch.cli.common import (
+    CliError,
+    err,
+    format_age,
+    out,
+    print_json,
+    queue_attributes,
+    sqs_for,
+    wants_json,
+)
+from sqsbatch.cli.escape import preview, printable
+from sqsbatch.cli.peek import (
+    Peeked,
+    at_limit_line,
+    max_receive_count,
+    peek,
+    peek_note,
+    receive_count,
+)
+from sqsbatch.cli.sending import Line, check_lines, read_input, read_lines, send_lines
 from sqsbatch.envelope import ContentType, UserAttribute, decode, payload_size
-from sqsbatch.producer import Producer
+from sqsbatch.producer import MessageSendRequest, Producer
 from sqsbatch.transport import queue_name
 
 __all__ = ["app", "describe"]
@@ -30,6 +48,14 @@ def inspect_queue(
     queue: Annotated[str, typer.Argument(help="Queue name or URL.")],
     limit: Annotated[int, typer.Option(min=1, max=100, help="Messages to peek at.")] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Peek even if that brings messages to the queue's maxReceiveCount (their next "
+            "receive then moves them to the DLQ unprocessed); ten at a time, no stop.",
+        ),
+    ] = False,
 ) -> None:
     """Peek at messages with their metadata, without consuming them.
 
@@ -38,6 +64,12 @@ def inspect_queue(
     goes up by one, which uses up one of its deliveries before max_retries (and the
     RedrivePolicy) dead-letters it. Only visible messages can be peeked; in-flight ones (being
     processed, or in a DLQ waiting for their redrive) and delayed ones are counted, not shown.
+
+    On a queue with a RedrivePolicy, a peek that brings a message's receive count to
+    maxReceiveCount has taken its last delivery: the next receive moves it to the DLQ without
+    processing it. So there inspect peeks one message at a time and stops at the first such
+    message: it shows what it peeked, names that message and exits 1. --force peeks ten at a
+    time without stopping, names such messages and exits 0.
     """
     sqs = sqs_for(ctx)
     attributes = queue_attributes(sqs, queue)
@@ -46,12 +78,27 @@ def inspect_queue(
         "in_flight": int(attributes.get("ApproximateNumberOfMessagesNotVisible", 0)),
         "delayed": int(attributes.get("ApproximateNumberOfMessagesDelayed", 0)),
     }
+    limit_count = max_receive_count(attributes)
     wanted = min(limit, counts["visible"])  # no peek (no receive) when nothing is visible
-    rows = [describe(item) for item in peek(sqs, sqs.queue_url(queue), wanted)] if wanted else []
+    peeked = Peeked()
+    if wanted:
+        err.print(f"note: {peek_note(limit_count, force=force)}", markup=False, soft_wrap=True)
+        peeked = peek(sqs, sqs.queue_url(queue), wanted, max_receives=limit_count, force=force)
+    reached = {m["MessageId"] for m in peeked.at_limit}
+    rows = [describe(m) | {"at_receive_limit": m["MessageId"] in reached} for m in peeked.messages]
+    name = queue_name(queue)
     if as_json:
-        print_json({"queue": queue_name(queue), **counts, "peeked": len(rows), "messages": rows})
-        return
-    out.print(_table(queue_name(queue), rows, counts))
+        print_json(
+            {"queue": name, **counts, "max_receive_count": limit_count, "peeked": len(rows)}
+            | {"messages": rows}
+        )
+    else:
+        out.print(_table(name, rows, counts, limit_count))
+    if limit_count is not None and peeked.at_limit:
+        line = at_limit_line(name, peeked, limit_count, force=force)
+        if not force:
+            raise CliError(line)
+        err.print(f"note: {line}", markup=False, soft_wrap=True)
 
 
 def describe(raw: dict[str, Any]) -> dict[str, Any]:
@@ -63,7 +110,7 @@ def describe(raw: dict[str, Any]) -> dict[str, Any]:
         "id": decoded.id,
         "sqs_message_id": raw["MessageId"],
         "attempts": decoded.attempts,
-        "receive_count": int(raw.get("Attributes", {}).get("ApproximateReceiveCount", 0)),
+        "receive_count": receive_count(raw),
         "timestamp": decoded.timestamp,
         "redrives": envelope.redrives,
         "source_queue": envelope.source_queue,
@@ -76,39 +123,51 @@ def describe(raw: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _table(name: str, rows: list[dict[str, Any]], counts: dict[str, int]) -> Table:
+def _table(
+    name: str, rows: list[dict[str, Any]], counts: dict[str, int], limit_count: int | None
+) -> Table:
+    """Everything from the queue is escaped (`escape.printable`): no control character or
+    terminal escape sequence of a body, attribute, id or error reaches the terminal."""
     hidden = counts["in_flight"] + counts["delayed"]
+    notes = [
+        f"not shown: {counts['in_flight']} in flight (being processed or waiting for "
+        f"a redrive), {counts['delayed']} delayed. attempts include this peek."
+        if hidden
+        else "attempts include this peek's receive."
+    ]
+    if any(row["at_receive_limit"] for row in rows):
+        notes.append(
+            f"* this peek brought it to maxReceiveCount ({limit_count}): "
+            "the next receive moves it to the DLQ unprocessed."
+        )
     table = Table(
         title=f"{name}: peeked {len(rows)} of ~{counts['visible']} visible",
         title_justify="left",
-        caption=f"not shown: {counts['in_flight']} in flight (being processed or waiting for "
-        f"a redrive), {counts['delayed']} delayed. attempts include this peek."
-        if hidden
-        else "attempts include this peek's receive.",
+        caption=" ".join(notes),
         caption_justify="left",
     )
-    for column, justify in (
-        ("id", "left"),
-        ("attempts", "right"),
-        ("age", "right"),
-        ("redrives", "right"),
-        ("last error", "left"),
-        ("size", "right"),
-        ("body", "left"),
-    ):
+    columns = ["id", "attempts", "age", "redrives", "last error", "size", "body"]
+    with_attributes = any(row["attributes"] for row in rows)
+    if with_attributes:
+        columns.insert(-1, "attributes")
+    for column in columns:
+        justify = "right" if column in ("attempts", "age", "redrives", "size") else "left"
         table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for row in rows:
         error = row["error"]
-        body = row["body"]
-        table.add_row(
-            row["id"],
-            str(row["attempts"]),
-            format_age(time.time() - row["timestamp"].timestamp()),
-            str(row["redrives"]),
-            f"{error['type']}: {error['message']}" if error else "",
-            str(row["size"]),
-            body if len(body) <= PREVIEW_CHARS else body[: PREVIEW_CHARS - 1] + "…",
-        )
+        cells = [
+            Text(printable(row["id"]) + (" *" if row["at_receive_limit"] else "")),
+            Text(str(row["attempts"])),
+            Text(format_age(time.time() - row["timestamp"].timestamp())),
+            Text(str(row["redrives"])),
+            Text(preview(f"{error['type']}: {error['message']}", PREVIEW_CHARS) if error else ""),
+            Text(str(row["size"])),
+            Text(preview(row["body"], PREVIEW_CHARS)),
+        ]
+        if with_attributes:
+            pairs = ", ".join(f"{key}={value}" for key, value in row["attributes"].items())
+            cells.insert(-1, Text(preview(pairs, PREVIEW_CHARS)))
+        table.add_row(*cells)
     return table
 
 
@@ -122,33 +181,90 @@ def send(
         int | None, typer.Option(min=0, max=86_400, help="Delay in seconds (over 900: hops).")
     ] = None,
     text: Annotated[bool, typer.Option("--text", help="Send the body as text.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="The body is JSON: parse it.")] = False,
+    json_body: Annotated[
+        bool, typer.Option("--json-body", help="The body is JSON: parse it, refuse it if not.")
+    ] = False,
     file: Annotated[
         Path | None, typer.Option("--file", "-f", help="Read the body from a file ('-': stdin).")
     ] = None,
+    lines: Annotated[
+        bool,
+        typer.Option("--lines", help="With --file: one message per line (JSON lines)."),
+    ] = False,
     attribute: Annotated[
         list[str] | None,
-        typer.Option("--attribute", "-a", help="A message attribute NAME=VALUE (repeatable)."),
+        typer.Option(
+            "--attribute",
+            "-a",
+            metavar="NAME=VALUE",
+            help="A message attribute (repeatable).",
+        ),
     ] = None,
     group_id: Annotated[str | None, typer.Option(help="MessageGroupId (FIFO queues).")] = None,
+    deduplication_id: Annotated[
+        str | None,
+        typer.Option(help="MessageDeduplicationId (FIFO queues without content-based dedup)."),
+    ] = None,
 ) -> None:
-    """Send one message; prints its id.
+    """Send one message, or one per line of a file with --lines; prints the message ids.
 
-    Without --text or --json, a body that parses as JSON is sent as JSON and anything else as
-    text; a --file that is not UTF-8 is sent as bytes. The consumer gets the same type back.
+    Without --text or --json-body, a body that parses as JSON is sent as JSON and anything else
+    as text; a --file that is not UTF-8 is sent as bytes. The consumer gets the same type back.
+
+    With --file F --lines, each non-blank line of F is a JSON value (with --text: a line of
+    text) and one message, sent in batches (10 per SQS call). Every line is checked first: a
+    bad line is one error naming it, and nothing is sent. --json prints {"message_id": ...}
+    (with --lines: {"message_ids": [...]}).
     """
-    if text and as_json:
-        raise typer.BadParameter("--text and --json exclude each other")
-    value, content_type = _body(body, file, text=text, as_json=as_json)
+    if text and json_body:
+        raise typer.BadParameter("--text and --json-body exclude each other")
+    options: dict[str, Any] = {
+        "delay_seconds": delay,
+        "attributes": _attributes(attribute or []),
+        "group_id": group_id,
+        "deduplication_id": deduplication_id,
+    }
     producer = Producer(queue, client=sqs_for(ctx).client)
-    message_id = producer.send(
-        value,
-        delay_seconds=delay,
-        content_type=content_type,
-        attributes=_attributes(attribute or []),
-        group_id=group_id,
-    )
-    typer.echo(message_id)
+    if lines:
+        _send_lines(ctx, producer, body, file, text=text, options=options)
+        return
+    value, content_type = _body(body, file, text=text, as_json=json_body)
+    message_id = producer.send(value, content_type=content_type, **options)
+    if wants_json(ctx):
+        print_json({"message_id": message_id})
+    else:
+        typer.echo(message_id)
+
+
+def _send_lines(
+    ctx: typer.Context,
+    producer: Producer,
+    body: str | None,
+    file: Path | None,
+    *,
+    text: bool,
+    options: dict[str, Any],
+) -> None:
+    if file is None or body is not None:
+        raise typer.BadParameter("--lines reads --file FILE (or '-': stdin), and takes no BODY")
+    if options["deduplication_id"] is not None:
+        raise typer.BadParameter(
+            "--deduplication-id would make every line a duplicate of the first: with --lines, "
+            "use a queue with content-based deduplication"
+        )
+    found = read_lines(file, text=text)
+
+    def request(line: Line) -> MessageSendRequest:
+        return MessageSendRequest(line[1], content_type=line[2], **options)
+
+    def show(ids: list[str]) -> None:
+        if wants_json(ctx):
+            print_json({"message_ids": ids})
+        else:
+            typer.echo("\n".join(ids))
+
+    check_lines(producer, found, request)
+    show(send_lines(producer, found, request, show))
 
 
 def _body(
@@ -157,7 +273,7 @@ def _body(
     if (body is None) == (file is None):
         raise typer.BadParameter("give BODY or --file, not both and not neither")
     if file is not None:
-        data = sys.stdin.buffer.read() if str(file) == "-" else _read(file)
+        data = read_input(file)
         try:
             body = data.decode("utf-8")
         except UnicodeDecodeError:
@@ -171,15 +287,8 @@ def _body(
         return json.loads(body), "json"
     except ValueError:
         if as_json:
-            raise typer.BadParameter("the body is not valid JSON (or drop --json)") from None
+            raise typer.BadParameter("the body is not valid JSON (or drop --json-body)") from None
         return body, "text"
-
-
-def _read(file: Path) -> bytes:
-    try:
-        return file.read_bytes()
-    except OSError as exc:
-        raise CliError(f"cannot read {file}: {exc.strerror}") from None
 
 
 def _attributes(pairs: list[str]) -> dict[str, UserAttribute]:
