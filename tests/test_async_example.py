@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
 from typing import Any
 
 import pytest
 
 from sqsbatch import Producer, create_queue
 from sqsbatch.local import LocalSqs
+from sqsbatch.sqs_async import AsyncSqs
 from tests.front_ends import load_example
 from tests.sqs_helpers import depth
 
@@ -35,20 +35,38 @@ def test_the_ecs_worker_runs_until_idle(worker_env: Any, name: str) -> None:
     assert depth(worker_env, name) == 0
 
 
-def test_the_ecs_worker_stops_gracefully_on_sigterm(worker_env: Any, name: str) -> None:
-    # Given the worker running as a service, its five messages handled
-    def stop_task() -> None:
-        # When ECS sends SIGTERM during a long poll, and a message arrives just after
-        os.kill(os.getpid(), signal.SIGTERM)
-        time.sleep(0.2)
-        Producer(name, client=worker_env).send({"id": 99})
+def test_the_ecs_worker_stops_gracefully_on_sigterm(
+    worker_env: Any, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the worker running as a service, its five messages handled and a long poll under
+    # way (waited for, not guessed with sleeps: this must hold on a loaded machine)
+    polling = threading.Event()
+    returned: list[int] = []
+    call = AsyncSqs.call
 
-    timer = threading.Timer(1.5, stop_task)
-    timer.start()
-    try:
-        consumer = load_example("ecs_worker").main()
-    finally:
-        timer.cancel()
+    async def watched(self: AsyncSqs, op: str, params: dict[str, Any], **kw: Any) -> Any:
+        if op == "receive_message" and sum(returned) >= 5:
+            polling.set()
+        answer = await call(self, op, params, **kw)
+        if op == "receive_message":
+            returned.append(len(answer.get("Messages", [])))
+        return answer
+
+    monkeypatch.setattr(AsyncSqs, "call", watched)
+
+    def stop_task() -> None:
+        # When ECS sends SIGTERM during that long poll, and a message arrives just after
+        if polling.wait(60):
+            os.kill(os.getpid(), signal.SIGTERM)
+            Producer(name, client=worker_env).send({"id": 99})
+        else:  # never polled again: stop the worker all the same, the asserts say what failed
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    stopper = threading.Thread(target=stop_task, daemon=True)
+    stopper.start()
+    consumer = load_example("ecs_worker").main()
+    stopper.join(5)
     # Then the poll under way ended early, what it returned was delivered, all was settled
+    assert polling.is_set()
     assert consumer.stats.acked == consumer.stats.received == 6
     assert depth(worker_env, name) == 0
