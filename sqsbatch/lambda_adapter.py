@@ -46,7 +46,7 @@ from sqsbatch.queues import (
 )
 from sqsbatch.settlement import Outcome
 from sqsbatch.sqs_sync import SyncSqs, default_client
-from sqsbatch.transport import is_fifo, is_url, queue_name
+from sqsbatch.transport import is_fifo, is_transient, is_url, queue_name
 
 __all__ = ["LambdaAdapter", "LambdaContext", "lambda_handler"]
 
@@ -230,8 +230,9 @@ class LambdaAdapter:
         return None
 
     def _settings_for(self, sqs: SyncSqs, queue_url: str) -> QueueSettings:
-        """The queue's settings: one RedrivePolicy lookup per execution environment (a failed
-        lookup is not kept: this invocation goes on without it, the next one asks again)."""
+        """The queue's settings: one RedrivePolicy lookup per execution environment (a lookup
+        that failed for a passing reason, throttling or the network, is not kept: this
+        invocation goes on without it, the next one asks again)."""
         name = queue_name(queue_url)
         if name in self._settings:
             return self._settings[name]
@@ -241,6 +242,8 @@ class LambdaAdapter:
             answer = sqs.call("get_queue_attributes", policy_query(queue_url))
         except SqsError as exc:
             settings = resolve_settings(name, config, None, refused=lookup_refusal(exc))
+            if not is_transient(exc):  # AccessDenied will not change: ask once
+                self._settings[name] = settings
         else:
             settings = resolve_settings(name, config, answer.get("Attributes", {}))
             self._settings[name] = settings

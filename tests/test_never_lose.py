@@ -24,7 +24,7 @@ from sqsbatch import (
     create_queue,
     lambda_handler,
 )
-from tests.faults import Faulty
+from tests.faults import Faulty, throttled
 from tests.front_ends import AsyncFaulty, EventSourceMapping, aio_client, as_async
 from tests.scenarios import FRONT_ENDS, FrontEnd, Recorder
 from tests.sqs_helpers import depth, drain
@@ -111,7 +111,7 @@ def test_a_refused_lookup_leaves_the_last_failure_to_sqs_lambda(sqs: Any, name: 
     Producer(name, client=sqs).send("poison")
     recorder = Recorder()
     client = Faulty(sqs)
-    client.fail("get_queue_attributes", 10, denied)  # every invocation asks again
+    client.fail("get_queue_attributes", 10, denied)
     function = lambda_handler(config=ConsumerConfig(max_retries=0), client=client)(
         failing_on("poison", recorder)
     )
@@ -121,6 +121,24 @@ def test_a_refused_lookup_leaves_the_last_failure_to_sqs_lambda(sqs: Any, name: 
     assert recorder.attempts()["poison"] == [1, 2]
     assert all(len(r["batchItemFailures"]) == 1 for r in mapping.responses)
     assert [m["Body"] for m in drain(sqs, f"{name}-dlq")] == ["poison"]
+    # AccessDenied will not change: asked once per execution environment, as a success is
+    assert [op for op, _ in client.calls].count("get_queue_attributes") == 1
+
+
+def test_lambda_asks_again_after_a_passing_lookup_failure(sqs: Any, name: str) -> None:
+    # Given a lookup that is throttled once (no botocore retry left), then answers
+    create_queue(name, dead_letter_queue=f"{name}-dlq", max_retries=3, client=sqs)
+    Producer(name, client=sqs).send_batch([{"body": n} for n in range(3)])
+    client = Faulty(sqs)
+    client.fail("get_queue_attributes", 1, throttled)
+    function = lambda_handler(client=client)(lambda batch: None)
+    # When three invocations of one record each come
+    mapping = EventSourceMapping(sqs, name, batch_size=1, window=0)
+    mapping.run_until_idle(function, idle_seconds=1.0)
+    # Then the failed lookup was not kept, and the answer that followed was
+    assert len(mapping.responses) == 3
+    assert [op for op, _ in client.calls].count("get_queue_attributes") == 2
+    assert depth(sqs, name) == 0
 
 
 def test_lambda_reads_the_policy_once_per_execution_environment(
