@@ -1,0 +1,402 @@
+"""Consumers behind a slow network: messages/s and SQS requests per message, through a proxy that
+adds a fixed delay to every request.
+
+    .venv/bin/python bench/latency.py [--delay-ms 20] [--messages 2000]
+        [--concurrency 1 4 16 64] [--rounds 1]
+
+Three processes: this one (the consumers), a local SQS (moto's server, `sqsbatch.local.LocalSqs`
+with sqsbatch's moto speed-up, as `LocalSqs.start()` applies it) and a TCP proxy on 127.0.0.1
+in front of it (asyncio). The proxy holds the first chunk of every HTTP request for `--delay-ms`
+before passing it on, and passes everything else (the rest of a request, every response byte) at
+once: each request/response round trip takes D longer, on a fresh or a kept-alive connection
+alike (a request's first chunk is the first one the client sends after the server's last bytes:
+no HTTP client here pipelines). Opening a connection is not delayed. It counts the requests it
+delays: those are the requests per message printed. It takes at most `--max-connections`
+connections at once, and stops when this process tells it, ends, or after `--proxy-lifetime` s.
+
+Each run fills a fresh queue with `--messages` messages directly (not through the proxy, not
+timed), then drains it through the proxy with a handler that does nothing:
+- loop: a hand-written boto3 loop: ReceiveMessage of 10 (the attributes the pollers ask for,
+  WaitTimeSeconds 1), then DeleteMessageBatch of what it got; sequential.
+- Consumer / AsyncConsumer at each `--concurrency` N: `ConsumerConfig(max_concurrency=N,
+  max_batch_size=10, max_batch_timeout=0)`, a client with `client_config(max_pool_connections=
+  2N+2)`, `run_until_idle(1)`; the handler calls `stop()` once every message was handled.
+msg/s: messages over the time from the start of the drain to the end of the last handler call
+(the last batch's delete is not in it; the poller's start, GetQueueUrl and GetQueueAttributes,
+is). Requests: everything the proxy saw from the start of the drain until the consumer returned.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.metadata
+import json
+import multiprocessing
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from multiprocessing.sharedctypes import Synchronized
+from typing import Any
+from urllib.parse import urlsplit
+
+import aioboto3
+import boto3
+
+from sqsbatch import AsyncConsumer, Consumer, ConsumerConfig, MessageBatch
+from sqsbatch.consuming import connections_for
+from sqsbatch.local import LOCAL_CREDENTIALS
+from sqsbatch.transport import RECEIVE_SYSTEM_ATTRIBUTES, client_config
+
+REGION = LOCAL_CREDENTIALS["AWS_DEFAULT_REGION"]
+SERVER_LIFETIME_SECONDS = 1800
+# The local SQS, in a child process: prints its endpoint, serves until its stdin closes (this
+# process ends) or SIGALRM (a bound on its lifetime) ends it.
+SERVER_CODE = """
+import json, signal, sys
+from sqsbatch import moto_speedup
+from sqsbatch.local import LocalSqs
+signal.alarm(int(sys.argv[1]))
+with LocalSqs() as server:
+    info = {"endpoint": server.endpoint_url, "speedup": moto_speedup.is_applied()}
+    print(json.dumps(info), flush=True)
+    sys.stdin.read()
+"""
+CHUNK = 65536
+
+# -- the delaying proxy (its own process) ----------------------------------------------------
+
+
+@dataclass
+class ProxySettings:
+    upstream_host: str
+    upstream_port: int
+    delay_seconds: float
+    max_connections: int
+    lifetime_seconds: float
+
+
+class DelayProxy:
+    """Pipes each client connection to the upstream; holds each request's first chunk."""
+
+    def __init__(self, settings: ProxySettings, requests: Synchronized[int]) -> None:
+        self.settings = settings
+        self.requests = requests
+        self.connections = 0
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.connections >= self.settings.max_connections:
+            writer.close()
+            return
+        self.connections += 1
+        try:
+            up_reader, up_writer = await asyncio.open_connection(
+                self.settings.upstream_host, self.settings.upstream_port
+            )
+        except OSError:
+            self.connections -= 1
+            writer.close()
+            return
+        replied = [True]  # the next client chunk starts a request
+        try:
+            await asyncio.gather(
+                self.pipe(reader, up_writer, replied, upstream=True),
+                self.pipe(up_reader, writer, replied, upstream=False),
+            )
+        finally:
+            self.connections -= 1
+            for stream in (writer, up_writer):
+                stream.close()
+
+    async def pipe(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        replied: list[bool],
+        *,
+        upstream: bool,
+    ) -> None:
+        try:
+            while data := await reader.read(CHUNK):
+                if upstream and replied[0]:
+                    replied[0] = False
+                    with self.requests.get_lock():
+                        self.requests.value += 1
+                    await asyncio.sleep(self.settings.delay_seconds)
+                elif not upstream:
+                    replied[0] = True
+                writer.write(data)
+                await writer.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            writer.close()  # one side ended: end the other, as a client or server would see it
+
+    async def serve(self, port_out: Any, stop: Any) -> None:
+        server = await asyncio.start_server(self.handle, "127.0.0.1", 0)
+        port_out.send(server.sockets[0].getsockname()[1])
+        parent = os.getppid()
+        ends = time.monotonic() + self.settings.lifetime_seconds
+        async with server:
+            while not stop.is_set() and os.getppid() == parent and time.monotonic() < ends:
+                await asyncio.sleep(0.2)
+
+
+def proxy_main(
+    settings: ProxySettings, requests: Synchronized[int], port_out: Any, stop: Any
+) -> None:
+    asyncio.run(DelayProxy(settings, requests).serve(port_out, stop))
+
+
+@contextmanager
+def delay_proxy(upstream: str, args: argparse.Namespace) -> Iterator[tuple[str, Any]]:
+    """(endpoint, request counter) of a DelayProxy in a child process in front of `upstream`."""
+    parts = urlsplit(upstream)
+    assert parts.hostname is not None and parts.port is not None
+    settings = ProxySettings(
+        parts.hostname, parts.port, args.delay_ms / 1000, args.max_connections, args.proxy_lifetime
+    )
+    context = multiprocessing.get_context("spawn")
+    requests = context.Value("q", 0)
+    port_in, port_out = context.Pipe(duplex=False)
+    stop = context.Event()
+    child = context.Process(
+        target=proxy_main, args=(settings, requests, port_out, stop), daemon=True
+    )
+    child.start()
+    try:
+        if not port_in.poll(60):
+            raise RuntimeError("the proxy did not start")
+        yield f"http://127.0.0.1:{port_in.recv()}", requests
+    finally:
+        stop.set()
+        child.join(timeout=10)
+        if child.is_alive():
+            child.terminate()
+
+
+# -- the local SQS ------------------------------------------------------------------------
+
+
+@contextmanager
+def local_sqs() -> Iterator[dict[str, Any]]:
+    """A LocalSqs in a child process: {"endpoint", "speedup"}."""
+    args = [sys.executable, "-c", SERVER_CODE, str(SERVER_LIFETIME_SECONDS)]
+    child = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        info: dict[str, Any] = json.loads(child.stdout.readline())
+        yield info
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait(timeout=30)
+
+
+def credentials(endpoint: str) -> dict[str, Any]:
+    return {
+        "endpoint_url": endpoint,
+        "region_name": REGION,
+        "aws_access_key_id": LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        "aws_secret_access_key": LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+    }
+
+
+def fill(client: Any, queue: str, count: int) -> None:
+    client.create_queue(QueueName=queue)
+    url = client.get_queue_url(QueueName=queue)["QueueUrl"]
+    for start in range(0, count, 10):
+        entries = [
+            {"Id": str(i), "MessageBody": json.dumps({"n": n})}
+            for i, n in enumerate(range(start, min(count, start + 10)))
+        ]
+        client.send_message_batch(QueueUrl=url, Entries=entries)
+
+
+# -- the contenders --------------------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    """Messages handled in one drain (ids, so that a duplicate from moto counts once)."""
+
+    expected: int
+    started: float = field(default_factory=time.perf_counter)
+    seen: set[int] = field(default_factory=set)
+    last: float = 0.0
+
+    def handle(self, body: str) -> bool:
+        """True once every expected message was handled."""
+        self.seen.add(json.loads(body)["n"])
+        self.last = time.perf_counter()
+        return len(self.seen) >= self.expected
+
+
+Drain = Callable[[str, str, int, int], Tally]
+"""(endpoint, queue, messages, concurrency) -> the tally of one drain."""
+
+
+def drain_loop(endpoint: str, queue: str, count: int, concurrency: int) -> Tally:
+    client = boto3.session.Session().client("sqs", **credentials(endpoint), config=client_config())
+    tally = Tally(count)
+    url = client.get_queue_url(QueueName=queue)["QueueUrl"]
+    while len(tally.seen) < count:
+        messages = client.receive_message(
+            QueueUrl=url,
+            MaxNumberOfMessages=10,
+            WaitTimeSeconds=1,
+            MessageSystemAttributeNames=RECEIVE_SYSTEM_ATTRIBUTES,
+            MessageAttributeNames=["All"],
+        ).get("Messages", [])
+        if not messages:
+            break
+        for message in messages:
+            tally.handle(message["Body"])
+        entries = [
+            {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
+        ]
+        client.delete_message_batch(QueueUrl=url, Entries=entries)
+    return tally
+
+
+def consumer_config(concurrency: int) -> ConsumerConfig:
+    return ConsumerConfig(max_concurrency=concurrency, max_batch_size=10, max_batch_timeout=0)
+
+
+def drain_threads(endpoint: str, queue: str, count: int, concurrency: int) -> Tally:
+    config = consumer_config(concurrency)
+    pool = client_config(max_pool_connections=connections_for(config))
+    client = boto3.session.Session().client("sqs", **credentials(endpoint), config=pool)
+    consumers: list[Consumer] = []
+    tally = Tally(count)
+
+    def handler(batch: MessageBatch) -> None:
+        for message in batch.messages:
+            if tally.handle(message.body):
+                consumers[0].stop()
+
+    consumers.append(Consumer(queue, handler, config, client=client))
+    tally.started = time.perf_counter()
+    consumers[0].run_until_idle(1.0)
+    return tally
+
+
+def drain_tasks(endpoint: str, queue: str, count: int, concurrency: int) -> Tally:
+    config = consumer_config(concurrency)
+    pool = client_config(max_pool_connections=connections_for(config))
+
+    async def main() -> Tally:
+        async with aioboto3.Session().client("sqs", **credentials(endpoint), config=pool) as aio:
+            consumers: list[AsyncConsumer] = []
+            tally = Tally(count)
+
+            async def handler(batch: MessageBatch) -> None:
+                for message in batch.messages:
+                    if tally.handle(message.body):
+                        consumers[0].stop()
+
+            consumers.append(AsyncConsumer(queue, handler, config, client=aio))
+            tally.started = time.perf_counter()
+            await consumers[0].run_until_idle(1.0)
+            return tally
+
+    return asyncio.run(main())
+
+
+@dataclass
+class Run:
+    name: str
+    concurrency: int | None
+    rates: list[float] = field(default_factory=list)
+    requests: list[float] = field(default_factory=list)
+
+
+def runs(concurrencies: list[int]) -> list[tuple[Run, Drain]]:
+    found: list[tuple[Run, Drain]] = [(Run("boto3 loop", None), drain_loop)]
+    for name, drain in (("Consumer", drain_threads), ("AsyncConsumer", drain_tasks)):
+        found += [(Run(name, n), drain) for n in concurrencies]
+    return found
+
+
+def measure(args: argparse.Namespace, server: str, proxy: str, counter: Any) -> list[Run]:
+    filler = boto3.session.Session().client("sqs", **credentials(server))
+    table = runs(args.concurrency)
+    stamp = time.monotonic_ns()
+    for round_ in range(args.rounds):
+        for index, (run, drain) in enumerate(table):
+            queue = f"bench-latency-{stamp}-{round_}-{index}"
+            fill(filler, queue, args.messages)
+            before = counter.value
+            tally = drain(proxy, queue, args.messages, run.concurrency or 1)
+            requests = counter.value - before
+            handled = len(tally.seen)
+            assert handled == args.messages, f"{run.name}: {handled} of {args.messages} handled"
+            run.rates.append(handled / (tally.last - tally.started))
+            run.requests.append(requests / handled)
+            print(
+                f"  round {round_ + 1}: {run.name} {run.concurrency or '-'}: "
+                f"{run.rates[-1]:.0f} msg/s, {run.requests[-1]:.3f} requests/msg",
+                flush=True,
+            )
+    return [run for run, _ in table]
+
+
+def report(table: list[Run], args: argparse.Namespace) -> None:
+    loop = statistics.median(table[0].rates)
+    print(
+        f"\n{args.messages} messages a drain, {args.delay_ms:g} ms added to every request, "
+        f"median of {args.rounds} round(s)"
+    )
+    print(f"  {'':14} {'max_concurrency':>15} {'msg/s':>7} {'vs loop':>8} {'requests/msg':>13}")
+    for run in table:
+        rate = statistics.median(run.rates)
+        print(
+            f"  {run.name:14} {run.concurrency or '-':>15} {rate:7.0f} {rate / loop:8.2f} "
+            f"{statistics.median(run.requests):13.3f}"
+        )
+
+
+def versions(info: dict[str, Any]) -> str:
+    names = ("sqsbatch", "boto3", "aioboto3", "moto")
+    found = [f"{name} {importlib.metadata.version(name)}" for name in names]
+    speedup = "applied" if info["speedup"] else "not applied"
+    return (
+        f"Python {platform.python_version()}, {', '.join(found)}; {os.cpu_count()} CPUs; "
+        f"moto speed-up {speedup}"
+    )
+
+
+def command() -> str:
+    exe = os.path.relpath(sys.executable)
+    return shlex.join([sys.executable if exe.startswith("..") else exe, *sys.argv])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--delay-ms", type=float, default=20.0, help="added to every request")
+    parser.add_argument("--messages", type=int, default=2000, help="messages per drain")
+    parser.add_argument(
+        "--concurrency", type=int, nargs="+", default=[1, 4, 16, 64], help="pollers' values"
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="drains per contender (median)")
+    parser.add_argument("--max-connections", type=int, default=512, help="the proxy's bound")
+    parser.add_argument(
+        "--proxy-lifetime", type=float, default=1800.0, help="the proxy stops after this (s)"
+    )
+    args = parser.parse_args()
+    with local_sqs() as info, delay_proxy(info["endpoint"], args) as (proxy, counter):
+        print(versions(info))
+        print(f"local SQS at {info['endpoint']}, delaying proxy at {proxy}")
+        report(measure(args, info["endpoint"], proxy, counter), args)
+    print(f"\ncommand: {command()}")
+
+
+if __name__ == "__main__":
+    main()

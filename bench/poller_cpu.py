@@ -1,0 +1,392 @@
+"""Client CPU per consumed message and throughput: `Consumer`, `AsyncConsumer`, a boto3 loop.
+
+    .venv/bin/python bench/poller_cpu.py [--messages 1000] [--rounds 5] [--concurrency 1 4]
+        [--bodies foreign|sqsbatch]
+
+The local SQS (moto's server, `sqsbatch.local.LocalSqs`, with sqsbatch's moto speed-up as
+`LocalSqs.start()` applies it) runs in a child process, so the CPU of this process is the
+client's alone: `time.process_time()` (every thread) from the start of a drain to its end.
+
+Each round fills a fresh queue with `--messages` messages (SendMessageBatch of 10, not timed;
+the queue never gets deeper than that: moto's receive slows with depth) and drains it with each
+contender in turn (the order rotates from round to round), after one untimed warm-up drain of
+`--warmup` messages each. The handler does the same trivial work everywhere: json-decode each
+body (a body sqsbatch's Producer sent as JSON is decoded by sqsbatch itself) and succeed.
+
+- loop: a hand-written boto3 loop asking SQS for what the pollers ask for: ReceiveMessage of 10
+  (`MessageSystemAttributeNames` = `sqsbatch.transport.RECEIVE_SYSTEM_ATTRIBUTES`,
+  `MessageAttributeNames=["All"]`, WaitTimeSeconds 1), handle, DeleteMessageBatch.
+- Consumer / AsyncConsumer: `ConsumerConfig(max_batch_size=10, max_batch_timeout=0,
+  max_concurrency=N)`, `run_until_idle(1)`; the handler calls `stop()` once every message is
+  handled, so no idle tail is timed. Their start (GetQueueUrl, GetQueueAttributes) is counted;
+  building the client (boto3 or aiobotocore, entered once) is not.
+
+Printed per contender: client CPU us/message (min and median over rounds), its ratio to the
+loop's, messages/s (from the start of a drain to the end of the last handler call), requests
+per message (botocore's `before-send`, retries included) and the local SQS's CPU per message
+(the child's utime+stime from /proc; moto's cost, not the client's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.metadata
+import json
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import AsyncExitStack, contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import aioboto3
+import boto3
+
+from sqsbatch import AsyncConsumer, Consumer, ConsumerConfig, MessageBatch, Producer
+from sqsbatch.consuming import connections_for
+from sqsbatch.local import LOCAL_CREDENTIALS
+from sqsbatch.transport import RECEIVE_SYSTEM_ATTRIBUTES, client_config
+
+REGION = LOCAL_CREDENTIALS["AWS_DEFAULT_REGION"]
+SERVER_LIFETIME_SECONDS = 1800
+# The local SQS, in a child process: prints its endpoint, serves until its stdin closes (this
+# process ends) or SIGALRM (a bound on its lifetime) ends it.
+SERVER_CODE = """
+import json, signal, sys
+from sqsbatch import moto_speedup
+from sqsbatch.local import LocalSqs
+signal.alarm(int(sys.argv[1]))
+with LocalSqs() as server:
+    info = {"endpoint": server.endpoint_url, "speedup": moto_speedup.is_applied()}
+    print(json.dumps(info), flush=True)
+    sys.stdin.read()
+"""
+
+
+@dataclass
+class Server:
+    endpoint: str
+    speedup: bool
+    pid: int
+
+    def cpu_seconds(self) -> float:
+        """utime + stime of the server process so far (Linux /proc; 0 elsewhere)."""
+        try:
+            with open(f"/proc/{self.pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextmanager
+def local_sqs() -> Iterator[Server]:
+    """A LocalSqs in a child process."""
+    args = [sys.executable, "-c", SERVER_CODE, str(SERVER_LIFETIME_SECONDS)]
+    child = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        info = json.loads(child.stdout.readline())
+        yield Server(info["endpoint"], info["speedup"], child.pid)
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait(timeout=30)
+
+
+def credentials(endpoint: str) -> dict[str, Any]:
+    return {
+        "endpoint_url": endpoint,
+        "region_name": REGION,
+        "aws_access_key_id": LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        "aws_secret_access_key": LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+    }
+
+
+def count_requests(client: Any) -> Counter[str]:
+    """Every HTTP request the client sends (boto3 or aiobotocore), per operation."""
+    requests: Counter[str] = Counter()
+
+    def count(**kwargs: Any) -> None:
+        requests[kwargs["event_name"].rsplit(".", 1)[-1]] += 1
+
+    client.meta.events.register("before-send.sqs", count)
+    return requests
+
+
+def fill(client: Any, queue: str, count: int, bodies: str) -> None:
+    """`count` messages `{"n": i, ...}` in a fresh queue, 10 per SendMessageBatch."""
+    client.create_queue(QueueName=queue)
+    payloads = [{"n": n, "order": f"o-{n:06d}", "amount": n % 997} for n in range(count)]
+    if bodies == "sqsbatch":
+        producer = Producer(queue, client=client)
+        for start in range(0, count, 10):
+            producer.send_batch([{"body": p} for p in payloads[start : start + 10]])
+        return
+    url = client.get_queue_url(QueueName=queue)["QueueUrl"]
+    for start in range(0, count, 10):
+        entries = [
+            {"Id": str(i), "MessageBody": json.dumps(p)}
+            for i, p in enumerate(payloads[start : start + 10])
+        ]
+        client.send_message_batch(QueueUrl=url, Entries=entries)
+
+
+@dataclass
+class Drain:
+    """What one drain cost: client CPU, wall seconds to the last handler call, requests."""
+
+    cpu: float
+    seconds: float
+    requests: int
+    server_cpu: float
+
+
+@dataclass
+class Tally:
+    """Messages handled in one drain (ids, so that a duplicate from moto counts once)."""
+
+    expected: int
+    started: float = field(default_factory=time.perf_counter)
+    seen: set[int] = field(default_factory=set)
+    last: float = 0.0
+
+    def handle(self, body: Any) -> bool:
+        """Handle one body; True once every expected message was handled."""
+        value = json.loads(body) if isinstance(body, str) else body
+        self.seen.add(value["n"])
+        self.last = time.perf_counter()
+        return len(self.seen) >= self.expected
+
+
+class Contender:
+    name = ""
+
+    def __init__(self, server: Server, concurrency: int) -> None:
+        self.server = server
+        self.concurrency = concurrency
+        self.runs: list[Drain] = []
+
+    def drain(self, queue: str, tally: Tally) -> None:
+        raise NotImplementedError
+
+    def requests(self) -> int:
+        raise NotImplementedError
+
+    def measure(self, queue: str, count: int) -> Drain:
+        requests, server_cpu = self.requests(), self.server.cpu_seconds()
+        cpu = time.process_time()
+        tally = Tally(count)
+        self.drain(queue, tally)
+        cpu = time.process_time() - cpu
+        assert len(tally.seen) == count, f"{self.name}: {len(tally.seen)} of {count} handled"
+        return Drain(
+            cpu,
+            tally.last - tally.started,
+            self.requests() - requests,
+            self.server.cpu_seconds() - server_cpu,
+        )
+
+    def close(self) -> None:
+        pass
+
+
+class Loop(Contender):
+    name = "boto3 loop"
+
+    def __init__(self, server: Server, concurrency: int) -> None:
+        super().__init__(server, concurrency)
+        self.client = boto3.session.Session().client("sqs", **credentials(server.endpoint))
+        self.counts = count_requests(self.client)
+
+    def requests(self) -> int:
+        return sum(self.counts.values())
+
+    def drain(self, queue: str, tally: Tally) -> None:
+        client = self.client
+        url = client.get_queue_url(QueueName=queue)["QueueUrl"]
+        done = False
+        while not done:
+            messages = client.receive_message(
+                QueueUrl=url,
+                MaxNumberOfMessages=10,
+                WaitTimeSeconds=1,
+                MessageSystemAttributeNames=RECEIVE_SYSTEM_ATTRIBUTES,
+                MessageAttributeNames=["All"],
+            ).get("Messages", [])
+            if not messages:
+                break
+            for message in messages:
+                done = tally.handle(message["Body"])
+            entries = [
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
+            ]
+            client.delete_message_batch(QueueUrl=url, Entries=entries)
+
+
+def consumer_config(concurrency: int) -> ConsumerConfig:
+    return ConsumerConfig(max_batch_size=10, max_batch_timeout=0, max_concurrency=concurrency)
+
+
+class Threads(Contender):
+    name = "Consumer"
+
+    def __init__(self, server: Server, concurrency: int) -> None:
+        super().__init__(server, concurrency)
+        pool = connections_for(consumer_config(concurrency))
+        self.client = boto3.session.Session().client(
+            "sqs",
+            **credentials(server.endpoint),
+            config=client_config(max_pool_connections=pool),
+        )
+        self.counts = count_requests(self.client)
+
+    def requests(self) -> int:
+        return sum(self.counts.values())
+
+    def drain(self, queue: str, tally: Tally) -> None:
+        consumers: list[Consumer] = []
+
+        def handler(batch: MessageBatch) -> None:
+            for message in batch.messages:
+                if tally.handle(message.body):
+                    consumers[0].stop()
+
+        config = consumer_config(self.concurrency)
+        consumers.append(Consumer(queue, handler, config, client=self.client))
+        consumers[0].run_until_idle(1.0)
+
+
+class Tasks(Contender):
+    name = "AsyncConsumer"
+
+    def __init__(self, server: Server, concurrency: int) -> None:
+        super().__init__(server, concurrency)
+        self.runner = asyncio.Runner()
+        self.stack = AsyncExitStack()
+        pool = connections_for(consumer_config(concurrency))
+        client = aioboto3.Session().client(
+            "sqs",
+            **credentials(server.endpoint),
+            config=client_config(max_pool_connections=pool),
+        )
+        self.client = self.runner.run(self.stack.enter_async_context(client))
+        self.counts = count_requests(self.client)
+
+    def requests(self) -> int:
+        return sum(self.counts.values())
+
+    def drain(self, queue: str, tally: Tally) -> None:
+        consumers: list[AsyncConsumer] = []
+
+        async def handler(batch: MessageBatch) -> None:
+            for message in batch.messages:
+                if tally.handle(message.body):
+                    consumers[0].stop()
+
+        config = consumer_config(self.concurrency)
+        consumers.append(AsyncConsumer(queue, handler, config, client=self.client))
+        self.runner.run(consumers[0].run_until_idle(1.0))
+
+    def close(self) -> None:
+        self.runner.run(self.stack.aclose())
+        self.runner.close()
+
+
+def run(server: Server, args: argparse.Namespace, concurrency: int) -> list[Contender]:
+    kinds: list[Callable[[Server, int], Contender]] = [Loop, Threads, Tasks]
+    contenders = [kind(server, concurrency) for kind in kinds]
+    filler = boto3.session.Session().client("sqs", **credentials(server.endpoint))
+    stamp = time.monotonic_ns()
+    try:
+        for contender in contenders:  # warm-up: first-use costs, connections
+            queue = f"bench-warm-{stamp}-{contender.name.replace(' ', '-')}"
+            fill(filler, queue, args.warmup, args.bodies)
+            contender.measure(queue, args.warmup)
+        for round_ in range(args.rounds):
+            shift = round_ % len(contenders)
+            for index, contender in enumerate(contenders[shift:] + contenders[:shift]):
+                queue = f"bench-{stamp}-{round_}-{index}"
+                fill(filler, queue, args.messages, args.bodies)
+                contender.runs.append(contender.measure(queue, args.messages))
+    finally:
+        for contender in contenders:
+            contender.close()
+    return contenders
+
+
+def report(contenders: list[Contender], messages: int, concurrency: int) -> None:
+    print(f"\nmax_concurrency {concurrency} (the loop is sequential), {messages} messages a drain")
+    print(
+        f"  {'':14} {'client CPU us/msg':>17} {'vs loop':>13} {'msg/s':>7} "
+        f"{'requests':>9} {'server CPU':>11}"
+    )
+    units = ("min", "median", "min", "median", "median", "/msg", "us/msg")
+    widths = (7, 9, 6, 6, 7, 9, 11)
+    print(f"  {'':14} " + " ".join(f"{u:>{w}}" for u, w in zip(units, widths, strict=True)))
+    loop = cpu_per_message(contenders[0], messages)
+    for contender in contenders:
+        cpu = cpu_per_message(contender, messages)
+        runs = contender.runs
+        rate = statistics.median(messages / d.seconds for d in runs)
+        requests = statistics.median(d.requests / messages for d in runs)
+        server = statistics.median(d.server_cpu / messages * 1e6 for d in runs)
+        print(
+            f"  {contender.name:14} {min(cpu):7.1f} {statistics.median(cpu):9.1f} "
+            f"{min(cpu) / min(loop):6.2f} {statistics.median(cpu) / statistics.median(loop):6.2f} "
+            f"{rate:7.0f} {requests:9.3f} {server:11.0f}"
+        )
+
+
+def cpu_per_message(contender: Contender, messages: int) -> list[float]:
+    """Client CPU microseconds per message, one figure per timed drain."""
+    return [d.cpu / messages * 1e6 for d in contender.runs]
+
+
+def versions(server: Server) -> str:
+    names = ("sqsbatch", "boto3", "aioboto3", "moto")
+    found = [f"{name} {importlib.metadata.version(name)}" for name in names]
+    speedup = "applied" if server.speedup else "not applied"
+    return (
+        f"Python {platform.python_version()}, {', '.join(found)}; {os.cpu_count()} CPUs; "
+        f"moto speed-up {speedup}"
+    )
+
+
+def command() -> str:
+    exe = os.path.relpath(sys.executable)
+    return shlex.join([sys.executable if exe.startswith("..") else exe, *sys.argv])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=1000, help="messages per drain")
+    parser.add_argument("--rounds", type=int, default=5, help="timed drains per contender")
+    parser.add_argument("--warmup", type=int, default=100, help="messages of the warm-up drain")
+    parser.add_argument(
+        "--concurrency", type=int, nargs="+", default=[1, 4], help="the pollers' max_concurrency"
+    )
+    parser.add_argument(
+        "--bodies",
+        choices=("foreign", "sqsbatch"),
+        default="foreign",
+        help="raw JSON text, or sent by sqsbatch's Producer (its attribute, JSON bodies)",
+    )
+    args = parser.parse_args()
+    with local_sqs() as server:
+        print(versions(server))
+        print(f"bodies: {args.bodies}; local SQS in a child process at {server.endpoint}")
+        for concurrency in args.concurrency:
+            report(run(server, args, concurrency), args.messages, concurrency)
+    print(f"\ncommand: {command()}")
+
+
+if __name__ == "__main__":
+    main()
