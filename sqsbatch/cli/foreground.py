@@ -20,13 +20,13 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from types import FrameType
 
 from rich.live import Live
 from rich.panel import Panel
 from rich.table import Table
 
 from sqsbatch.cli.common import err
+from sqsbatch.lifecycle import graceful_signals
 
 __all__ = ["Foreground", "in_flight"]
 
@@ -69,7 +69,7 @@ class Foreground:
     def run(self) -> None:
         """Run the poller; re-raise what it raised."""
         thread = threading.Thread(target=self._work, name="sqsbatch-poller", daemon=True)
-        with self._signals(), self._view():
+        with graceful_signals(self._on_signal), self._view():
             thread.start()
             self._watch(thread)
         if self._failure:
@@ -100,33 +100,18 @@ class Foreground:
             f"{self.poll_seconds} s). {again} again stops at once."
         )
 
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+    def _on_signal(self, sig: signal.Signals) -> None:
         if self._signal is None:
-            self._signal = signal.Signals(signum)  # the main loop says so and stops the poller
+            self._signal = sig  # the main loop says so and stops the poller
             self.stop()
             return
         line = (
-            f"{signal.Signals(signum).name} again: stopped at once; {self._in_flight} message(s) "
+            f"{sig.name} again: stopped at once; {self._in_flight} message(s) "
             f"in flight were not settled: SQS delivers them again when their visibility "
             f"timeout ends ({self.visibility_timeout} s after their receive or last heartbeat)\n"
         )
         os.write(2, ((_SHOW_CURSOR + "\n" if self.live else "") + line).encode())
-        os._exit(128 + signum)
-
-    @contextmanager
-    def _signals(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield  # signals reach the main thread only; whoever runs us handles them
-            return
-        wanted = (signal.SIGINT, signal.SIGTERM)
-        previous = {sig: signal.getsignal(sig) for sig in wanted}
-        for sig in wanted:
-            signal.signal(sig, self._on_signal)
-        try:
-            yield
-        finally:
-            for sig, old in previous.items():
-                signal.signal(sig, old)
+        os._exit(128 + sig)
 
     @contextmanager
     def _view(self) -> Iterator[None]:
