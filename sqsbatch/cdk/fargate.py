@@ -15,9 +15,11 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from sqsbatch.cdk.encryption import QUEUE_SEND, allow_key
 from sqsbatch.cdk.queues import DeadLetterQueue, QueueWithDlq, queue_arn
 from sqsbatch.cdk.rules import consumer_environment
 from sqsbatch.errors import ConfigError
@@ -80,7 +82,8 @@ def container_image(
 
 
 class _Service(Construct):
-    """A Fargate service of one container with its own log group and a bare task role."""
+    """A Fargate service of one container with its own log group (encrypted with `encryption_key`
+    when given) and a bare task role."""
 
     def __init__(
         self,
@@ -95,13 +98,16 @@ class _Service(Construct):
         desired_count: int,
         assign_public_ip: bool,
         vpc_subnets: ec2.SubnetSelection | None,
+        encryption_key: kms.IKey | None,
     ) -> None:
         super().__init__(scope, id)
         if not 2 <= size.stop_timeout_seconds <= ECS_MAX_STOP_TIMEOUT:
             raise ConfigError(
                 f"stop_timeout_seconds={size.stop_timeout_seconds} is invalid (accepted: 2..120)"
             )
-        self.log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_MONTH)
+        self.log_group = logs.LogGroup(
+            self, "Logs", retention=logs.RetentionDays.ONE_MONTH, encryption_key=encryption_key
+        )
         self.task_definition = ecs.FargateTaskDefinition(
             self, "Task", cpu=size.cpu, memory_limit_mib=size.memory_mb
         )
@@ -183,10 +189,12 @@ class FargateConsumer(Construct):
             desired_count=min_tasks,
             assign_public_ip=assign_public_ip,
             vpc_subnets=vpc_subnets,
+            encryption_key=queues.encryption_key,
         )
         self.service = self.runner.service
         self.runner.allow(CONSUMER_QUEUE_ACTIONS, [queues.queue.queue_arn])
         self.runner.allow(CONSUMER_DLQ_ACTIONS, [queues.dead_letter_queue.queue_arn])
+        allow_key(self.runner.task_role, queues.encryption_key, QUEUE_SEND)
         self.scaling = _scale_on_backlog(
             self,
             cluster=cluster,
@@ -287,7 +295,8 @@ class RedriveService(Construct):
     """`redrive run --dlq DLQ` on Fargate: drains one DLQ back to its source queues.
 
     The task may receive, delete, hide and inspect messages on the DLQ and list its sources,
-    and only send to the DLQ's source queues (named in the `DeadLetterQueue`).
+    and only send to the DLQ's source queues (named in the `DeadLetterQueue`). With a KMS key it
+    may use the DLQ's key to decrypt and encrypt: the sources must share that key.
     """
 
     def __init__(
@@ -315,8 +324,11 @@ class RedriveService(Construct):
             desired_count=desired_count,
             assign_public_ip=assign_public_ip,
             vpc_subnets=vpc_subnets,
+            encryption_key=dead_letter.encryption_key,
         )
         self.service = self.runner.service
+        # One key for the DLQ and its sources (each DeadLetterQueue's own, shared with them).
+        allow_key(self.runner.task_role, dead_letter.encryption_key, QUEUE_SEND)
         self.runner.allow(REDRIVE_DLQ_ACTIONS, [dead_letter.queue.queue_arn])
         sources = [queue_arn(self, name) for name in dead_letter.source_queue_names]
         self.runner.allow(REDRIVE_SOURCE_ACTIONS, sources)

@@ -21,6 +21,7 @@ __all__ = [
     "default_lambda_timeout",
     "is_fifo",
     "lambda_source",
+    "max_receive_count",
 ]
 
 VISIBILITY_FACTOR = 6  # AWS: a queue's visibility timeout >= 6x its Lambda consumer's timeout
@@ -112,6 +113,19 @@ def _concurrency(config: ConsumerConfig, override: int | None) -> int:
             f"(accepted: {ESM_MIN_CONCURRENCY}..{ESM_MAX_CONCURRENCY})"
         )
     return value
+
+
+def max_receive_count(config: ConsumerConfig, *, headroom: int = 0) -> int:
+    """A queue's `RedrivePolicy.maxReceiveCount`: `max_retries + 1`, plus `headroom` receives.
+
+    sqsbatch dead-letters a message itself when its delivery `max_retries + 1` fails (a copy
+    with the error, to the DLQ); the RedrivePolicy is the backstop for deliveries the consumer
+    never saw. On Lambda a throttled invocation counts as a receive, so a Lambda consumer's queue
+    gets `headroom` extra receives: the message still reaches its handler for the last time.
+    """
+    if headroom < 0:
+        raise ConfigError(f"redrive_headroom={headroom} is invalid (accepted: 0 or more)")
+    return config.max_receive_count + headroom
 
 
 def consumer_environment(config: ConsumerConfig) -> dict[str, str]:

@@ -6,6 +6,8 @@ The library reads `[[queues.consumers]]`; the CDK app reads the same file and ad
     stack_name = "sqsbatch"                      # the CloudFormation stack
     alarm_topic_arn = "arn:aws:sns:..."          # optional: alarms notify this SNS topic
     image = { ecr_repository = "app", tag = "v1" }   # or { uri = "..." }: Fargate services
+    kms = "create"                               # or a key ARN; default: SQS-managed SSE
+    redrive_headroom = 2                         # extra receives for Lambda consumers' queues
 
     [infra.redrive]                              # the redrive daemon (one service per DLQ)
     desired_count = 1
@@ -36,6 +38,7 @@ from sqsbatch.config import ConsumerConfig, load_file
 from sqsbatch.errors import ConfigError
 
 __all__ = [
+    "DEFAULT_REDRIVE_HEADROOM",
     "DeploymentPlan",
     "EcsSettings",
     "ImageSettings",
@@ -54,6 +57,9 @@ FOURTEEN_DAYS = 14 * 86_400
 MAX_DLQ_SOURCES = 10  # SQS's limit on a RedriveAllowPolicy's sourceQueueArns
 _MODULE_FUNCTION = r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$"
 _MODULE_DOT_FUNCTION = r"^[A-Za-z_][\w.]*\.[A-Za-z_]\w*$"
+# "create", or the ARN of a key (not an alias: CloudWatch Logs accepts only key ARNs).
+_KMS = r"^(create|arn:aws[\w-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+)$"
+DEFAULT_REDRIVE_HEADROOM = 2
 
 
 class _Strict(BaseModel):
@@ -147,6 +153,11 @@ class InfraSettings(_Strict):
     stack_name: str = Field(default="sqsbatch", pattern=r"^[A-Za-z][A-Za-z0-9-]{0,127}$")
     alarm_topic_arn: str | None = Field(default=None, pattern=r"^arn:aws[\w-]*:sns:")
     image: ImageSettings | None = None
+    # None: SQS-managed SSE and CloudWatch Logs' own encryption (no key to manage or grant).
+    kms: str | None = Field(default=None, pattern=_KMS)
+    # Extra receives before SQS dead-letters a Lambda consumer's message: a throttled invocation
+    # counts as a receive. maxReceiveCount = max_retries + 1 + redrive_headroom.
+    redrive_headroom: int = Field(default=DEFAULT_REDRIVE_HEADROOM, ge=0, le=100)
     redrive: RedriveSettings = RedriveSettings()
     queues: list[QueueSettings] = []
 

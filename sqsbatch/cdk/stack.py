@@ -8,11 +8,13 @@ from typing import Any
 from aws_cdk import App, Stack, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
 from sqsbatch.cdk.alarms import QueueAlarms
+from sqsbatch.cdk.encryption import queue_key
 from sqsbatch.cdk.fargate import FargateConsumer, RedriveService, TaskSize, container_image
 from sqsbatch.cdk.lambda_consumer import LambdaConsumer
 from sqsbatch.cdk.queues import DeadLetterQueue, QueueWithDlq
@@ -26,7 +28,8 @@ class SqsBatchStack(Stack):
 
     DLQs shared by several queues are created once. Fargate services (ECS consumers, redrive)
     share one cluster with Container Insights, in a VPC of public subnets only (no NAT gateway:
-    tasks get a public IP to reach SQS, ECR and CloudWatch) with flow logs.
+    tasks get a public IP to reach SQS, ECR and CloudWatch) with flow logs. With `[infra] kms`,
+    one key (`self.key`) encrypts every queue and log group.
     """
 
     def __init__(self, scope: Construct, id: str, *, plan: DeploymentPlan, **kwargs: Any) -> None:
@@ -34,6 +37,7 @@ class SqsBatchStack(Stack):
         self.plan = plan
         arn = plan.settings.alarm_topic_arn
         self.topic = None if arn is None else sns.Topic.from_topic_arn(self, "AlarmTopic", arn)
+        self.key = queue_key(self, "Key", plan.settings.kms)
         self._cluster: ecs.Cluster | None = None
         self.dead_letters: dict[str, DeadLetterQueue] = {}
         self.queues: dict[str, QueueWithDlq] = {}
@@ -55,7 +59,18 @@ class SqsBatchStack(Stack):
                     ec2.SubnetConfiguration(name="public", subnet_type=ec2.SubnetType.PUBLIC)
                 ],
             )
-            vpc.add_flow_log("FlowLog")
+            if self.key is None:
+                vpc.add_flow_log("FlowLog")
+            else:
+                logs_ = logs.LogGroup(
+                    self,
+                    "FlowLogs",
+                    retention=logs.RetentionDays.ONE_MONTH,
+                    encryption_key=self.key,
+                )
+                vpc.add_flow_log(
+                    "FlowLog", destination=ec2.FlowLogDestination.to_cloud_watch_logs(logs_)
+                )
             self._cluster = ecs.Cluster(
                 self, "Cluster", vpc=vpc, container_insights_v2=ecs.ContainerInsights.ENABLED
             )
@@ -63,7 +78,11 @@ class SqsBatchStack(Stack):
 
     def _add_dead_letter(self, name: str, group: list[QueuePlan]) -> None:
         dead_letter = DeadLetterQueue(
-            self, name, queue_name=name, source_queue_names=[q.name for q in group]
+            self,
+            name,
+            queue_name=name,
+            source_queue_names=[q.name for q in group],
+            encryption_key=self.key,
         )
         self.dead_letters[name] = dead_letter
         QueueAlarms(
@@ -99,6 +118,7 @@ class SqsBatchStack(Stack):
             delivery_delay_seconds=infra.delivery_delay,
             retention_seconds=infra.retention_seconds,
             dead_letter_queue=self.dead_letters[plan.dead_letter_queue],
+            encryption_key=self.key,
         )
         self.queues[plan.name] = queues
         QueueAlarms(
@@ -122,6 +142,7 @@ class SqsBatchStack(Stack):
                 runtime=settings.runtime,
                 architecture=settings.architecture,
                 max_concurrency=settings.max_concurrency,
+                redrive_headroom=self.plan.settings.redrive_headroom,
             )
         if infra.ecs is not None:
             ecs_settings = infra.ecs

@@ -22,6 +22,8 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 from aws_cdk import App
 
 from sqsbatch.cdk import DeploymentPlan, build_app, load_plan
+from sqsbatch.cdk.rules import max_receive_count
+from sqsbatch.cdk.settings import QueuePlan
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "infra" / "sqsbatch.toml"
@@ -79,3 +81,16 @@ def name_arn(name: str) -> dict[str, Any]:
     """A queue ARN built from the name, as `sqsbatch.cdk.queue_arn` writes it."""
     parts = ["arn:", {"Ref": "AWS::Partition"}, ":sqs:", {"Ref": "AWS::Region"}, ":"]
     return {"Fn::Join": ["", [*parts, {"Ref": "AWS::AccountId"}, f":{name}"]]}
+
+
+def expected_receive_count(plan: DeploymentPlan, queue: QueuePlan) -> int:
+    """`maxReceiveCount`: max_retries + 1, plus the headroom on a Lambda consumer's queue."""
+    lambda_ = queue.infra.consumer == "lambda"
+    headroom = plan.settings.redrive_headroom if lambda_ else 0
+    return max_receive_count(queue.config, headroom=headroom)
+
+
+def key_id(template: dict[str, Any]) -> str:
+    """The logical id of the stack's one KMS key."""
+    (key,) = resources(template, "AWS::KMS::Key")
+    return key

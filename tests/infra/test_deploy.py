@@ -1,9 +1,12 @@
 """End to end: the synthesized queues, deployed into moto's CloudFormation, dead-letter a
-message on its delivery number max_retries + 2, i.e. after max_retries + 1 failed deliveries.
+message on its receive number maxReceiveCount + 1: after max_retries + 1 failed deliveries, plus
+the redrive headroom on a Lambda consumer's queue (there, sqsbatch dead-letters a message itself
+on its delivery max_retries + 1; SQS's redrive is the backstop for receives it never saw).
 
 moto's CloudFormation does not implement AWS::SQS::QueuePolicy (it logs "No Moto CloudFormation
 support" and skips it), and the Lambda, ECS, IAM and alarm resources need assets and an account,
-so the stack deployed here holds only the template's AWS::SQS::Queue resources, unchanged.
+so the stack deployed here holds only the template's AWS::SQS::Queue resources and the KMS key
+they are encrypted with, unchanged.
 moto moves a message to the DLQ during a ReceiveMessage on the source, on receive number
 maxReceiveCount + 1. Everything stays on 127.0.0.1 with fake credentials.
 """
@@ -19,7 +22,7 @@ import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 
-from tests.infra.conftest import Synthesis, resources
+from tests.infra.conftest import Synthesis, expected_receive_count, resources
 
 CREDENTIALS = {
     "region_name": "us-east-1",
@@ -44,9 +47,10 @@ def endpoint() -> Iterator[str]:
 def deployed(synthesis: Synthesis, endpoint: str) -> Any:
     """The queues part of the template as a CloudFormation stack; returns an SQS client."""
     queues = resources(synthesis.template, "AWS::SQS::Queue")
+    keys = resources(synthesis.template, "AWS::KMS::Key")
     cloudformation = boto3.client("cloudformation", endpoint_url=endpoint, **CREDENTIALS)
     cloudformation.create_stack(
-        StackName="sqsbatch-queues", TemplateBody=json.dumps({"Resources": queues})
+        StackName="sqsbatch-queues", TemplateBody=json.dumps({"Resources": queues | keys})
     )
     (stack,) = cloudformation.describe_stacks(StackName="sqsbatch-queues")["Stacks"]
     assert stack["StackStatus"] == "CREATE_COMPLETE"
@@ -61,10 +65,11 @@ def test_the_stack_creates_every_queue_with_its_settings(
         attributes = deployed.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])
         attributes = attributes["Attributes"]
         redrive = json.loads(attributes["RedrivePolicy"])
-        assert int(redrive["maxReceiveCount"]) == queue.config.max_retries + 1
+        assert int(redrive["maxReceiveCount"]) == expected_receive_count(synthesis.plan, queue)
         assert redrive["deadLetterTargetArn"].endswith(f":{queue.dead_letter_queue}")
         assert int(attributes["VisibilityTimeout"]) == queue.config.visibility_timeout
         assert int(attributes["DelaySeconds"]) == queue.infra.delivery_delay
+        assert attributes["KmsMasterKeyId"].startswith("arn:aws:kms:"), "the example sets kms"
 
 
 def receive(sqs: Any, url: str) -> list[dict[str, Any]]:
@@ -88,8 +93,8 @@ def test_a_message_that_keeps_failing_lands_in_the_dlq(
     body = f"poison for {queue.name}"
     # Given a message (sent without the queue's delay, so it is visible at once)
     sent = deployed.send_message(QueueUrl=url, MessageBody=body, DelaySeconds=0)
-    # When every one of its max_retries + 1 deliveries fails (received, never deleted)
-    for delivery in range(1, queue.config.max_retries + 2):
+    # When every one of its maxReceiveCount receives fails (received, never deleted)
+    for delivery in range(1, expected_receive_count(synthesis.plan, queue) + 1):
         (message,) = receive(deployed, url)
         assert message["MessageId"] == sent["MessageId"]
         assert int(message["Attributes"]["ApproximateReceiveCount"]) == delivery

@@ -10,6 +10,7 @@ from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks
 
 from infra.own_app import HERE, build
+from sqsbatch.cdk.settings import DEFAULT_REDRIVE_HEADROOM
 from sqsbatch.config import ConsumerConfig
 
 
@@ -25,7 +26,11 @@ def test_own_app_builds_the_queue_consumer_and_alarms(tmp_path: Path) -> None:
         {
             "QueueName": "orders",
             "DelaySeconds": 10,
-            "RedrivePolicy": Match.object_like({"maxReceiveCount": config.max_retries + 1}),
+            # A Lambda consumer's queue: room for throttled invocations (the default headroom).
+            "RedrivePolicy": Match.object_like(
+                {"maxReceiveCount": config.max_retries + 1 + DEFAULT_REDRIVE_HEADROOM}
+            ),
+            "SqsManagedSseEnabled": True,  # no key given: SQS-managed SSE
         },
     )
     template.has_resource_properties(

@@ -9,10 +9,12 @@ from typing import Any
 
 import pytest
 from aws_cdk import App, Stack
+from aws_cdk import aws_kms as kms
+from aws_cdk.assertions import Match, Template
 from pydantic import BaseModel
 
-from sqsbatch.cdk import LambdaConsumer, QueueWithDlq, build_app, load_plan
-from sqsbatch.cdk.rules import consumer_environment, lambda_source
+from sqsbatch.cdk import DeadLetterQueue, LambdaConsumer, QueueWithDlq, build_app, load_plan
+from sqsbatch.cdk.rules import consumer_environment, lambda_source, max_receive_count
 from sqsbatch.cdk.settings import (
     EcsSettings,
     ImageSettings,
@@ -97,6 +99,14 @@ def test_the_example_file_describes_three_queues_and_two_dlqs() -> None:
             "infra.image: give exactly one of uri or ecr_repository",
         ),
         ('[[infra.queues]]\nqueue = "other"', "queue='other' has no [[queues.consumers]] table"),
+        (
+            '[infra]\nkms = "alias/sqsbatch"',
+            "infra.kms='alias/sqsbatch' is invalid: string should match pattern",
+        ),
+        (
+            "[infra]\nredrive_headroom = -1",
+            "infra.redrive_headroom=-1 is invalid: input should be greater than or equal to 0",
+        ),
         ('[[infra.queues]]\nqueue = "jobs"\n[[infra.queues]]\nqueue = "jobs"', "appears twice"),
     ],
 )
@@ -188,6 +198,56 @@ def test_the_lambda_construct_checks_the_queue_it_is_given(tmp_path: Path) -> No
         LambdaConsumer(stack, "Slow", queues=queues, asset_path=tmp_path, timeout_seconds=30)
     with pytest.raises(ConfigError, match="is not a folder"):
         LambdaConsumer(stack, "Lost", queues=queues, asset_path=tmp_path / "missing")
+
+
+KEY_ARN = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+
+
+def test_an_existing_key_encrypts_the_queues_and_logs_and_nothing_is_created(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "asset").mkdir()
+    lambda_table = 'lambda = { asset = "asset", timeout_seconds = 10 }'
+    path = write(
+        tmp_path,
+        f'{CONSUMER}\n[infra]\nkms = "{KEY_ARN}"\nredrive_headroom = 0\n'
+        f'[[infra.queues]]\nqueue = "jobs"\nconsumer = "lambda"\n{lambda_table}\n',
+    )
+    _, stack = build_app(path, app=App(outdir=str(tmp_path / "out")))
+    template = Template.from_stack(stack)
+    template.resource_count_is("AWS::KMS::Key", 0)
+    template.all_resources_properties("AWS::SQS::Queue", {"KmsMasterKeyId": KEY_ARN})
+    template.all_resources_properties("AWS::Logs::LogGroup", {"KmsKeyId": KEY_ARN})
+    # No headroom asked: SQS dead-letters after max_retries + 1 receives, as without Lambda.
+    redrive = Match.object_like({"maxReceiveCount": 4})
+    template.has_resource_properties(
+        "AWS::SQS::Queue", {"QueueName": "jobs", "RedrivePolicy": redrive}
+    )
+
+
+def test_headroom_adds_receives_but_never_retries() -> None:
+    config = consumer_config(max_retries=4)
+    assert max_receive_count(config) == 5
+    assert max_receive_count(config, headroom=2) == 7
+    with pytest.raises(ConfigError, match="redrive_headroom=-1 is invalid"):
+        max_receive_count(config, headroom=-1)
+    assert consumer_environment(config)["SQSBATCH_MAX_RETRIES"] == "4"
+
+
+def test_a_shared_dlq_must_use_the_queues_key() -> None:
+    stack = Stack(App(), "Keys")
+    config = consumer_config(dead_letter_queue="dlq")
+    dlq = DeadLetterQueue(stack, "Dlq", queue_name="dlq", source_queue_names=["jobs"])
+    key = kms.Key(stack, "Key")
+    with pytest.raises(ConfigError, match="encrypted with another key"):
+        QueueWithDlq(
+            stack,
+            "Jobs",
+            queue_name="jobs",
+            config=config,
+            dead_letter_queue=dlq,
+            encryption_key=key,
+        )
 
 
 def test_the_app_refuses_a_lambda_timeout_the_queue_cannot_hold(tmp_path: Path) -> None:

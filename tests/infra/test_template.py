@@ -12,9 +12,18 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match, Template
 
+from sqsbatch.cdk.encryption import QUEUE_RECEIVE, QUEUE_SEND
 from sqsbatch.cdk.rules import VISIBILITY_FACTOR, consumer_environment
 from sqsbatch.cdk.settings import FOURTEEN_DAYS, QueuePlan
-from tests.infra.conftest import Synthesis, arn_of, name_arn, queue_id, resources
+from tests.infra.conftest import (
+    Synthesis,
+    arn_of,
+    expected_receive_count,
+    key_id,
+    name_arn,
+    queue_id,
+    resources,
+)
 
 Statements = set[tuple[str, str]]
 
@@ -44,14 +53,20 @@ def allowed(actions: list[str], resource: Any) -> Statements:
 
 
 def test_each_queue_dead_letters_after_max_retries_plus_one(synthesis: Synthesis) -> None:
+    """Plus the headroom for throttled invocations on a Lambda consumer's queue."""
     template = Template.from_json(synthesis.template)
+    headroom = synthesis.plan.settings.redrive_headroom
+    assert headroom > 0, "the example gives its Lambda consumer headroom"
     for queue in synthesis.plan.queues:
+        count = expected_receive_count(synthesis.plan, queue)
+        lambda_ = queue.infra.consumer == "lambda"
+        assert count == queue.config.max_retries + 1 + (headroom if lambda_ else 0)
         template.has_resource_properties(
             "AWS::SQS::Queue",
             {
                 "QueueName": queue.name,
                 "RedrivePolicy": {
-                    "maxReceiveCount": queue.config.max_retries + 1,
+                    "maxReceiveCount": count,
                     "deadLetterTargetArn": arn_of(
                         queue_id(synthesis.template, queue.dead_letter_queue)
                     ),
@@ -70,7 +85,6 @@ def test_queue_attributes_come_from_the_settings(synthesis: Synthesis) -> None:
                 "VisibilityTimeout": queue.config.visibility_timeout,
                 "DelaySeconds": queue.infra.delivery_delay,
                 "MessageRetentionPeriod": queue.infra.retention_seconds,
-                "SqsManagedSseEnabled": True,
             },
         )
     assert {q.infra.delivery_delay for q in synthesis.plan.queues} != {0}, "example sets a delay"
@@ -80,7 +94,6 @@ def test_dlqs_outlive_their_sources_and_allow_only_them(synthesis: Synthesis) ->
     template = synthesis.template
     for dlq, sources in synthesis.plan.sources_by_dlq().items():
         properties = template["Resources"][queue_id(template, dlq)]["Properties"]
-        assert properties["SqsManagedSseEnabled"] is True
         assert properties["MessageRetentionPeriod"] == FOURTEEN_DAYS
         assert all(q.infra.retention_seconds <= FOURTEEN_DAYS for q in sources)
         assert properties["RedriveAllowPolicy"] == {
@@ -90,6 +103,27 @@ def test_dlqs_outlive_their_sources_and_allow_only_them(synthesis: Synthesis) ->
         # Built from names: the DLQ refers to no source queue resource, so there is no cycle.
         for source in sources:
             assert queue_id(template, source.name) not in json.dumps(properties)
+
+
+def test_one_key_encrypts_every_queue_and_log_group(synthesis: Synthesis) -> None:
+    assert synthesis.plan.settings.kms == "create", "the example creates its key"
+    template = synthesis.template
+    key = arn_of(key_id(template))
+    for name, queue in resources(template, "AWS::SQS::Queue").items():
+        assert queue["Properties"]["KmsMasterKeyId"] == key, name
+        assert "SqsManagedSseEnabled" not in queue["Properties"], name
+    groups = resources(template, "AWS::Logs::LogGroup")
+    assert len(groups) == 5  # Lambda, ECS consumer, two redrive daemons, VPC flow logs
+    for name, group in groups.items():
+        assert group["Properties"]["KmsKeyId"] == key, name
+    properties = template["Resources"][key_id(template)]["Properties"]
+    assert properties["EnableKeyRotation"] is True
+    (logs,) = [s for s in properties["KeyPolicy"]["Statement"] if "Service" in s["Principal"]]
+    assert logs["Principal"]["Service"] == {
+        "Fn::Join": ["", ["logs.", {"Ref": "AWS::Region"}, ".amazonaws.com"]]
+    }
+    condition = logs["Condition"]["ArnLike"]["kms:EncryptionContext:aws:logs:arn"]
+    assert json.dumps(condition).endswith(':log-group:*"]]}')
 
 
 def test_every_queue_denies_requests_without_tls(synthesis: Synthesis) -> None:
@@ -139,6 +173,15 @@ def test_lambda_function_gets_the_settings_and_a_timeout_the_queue_allows(
     assert properties["Handler"] == queue.infra.lambda_.handler
     assert properties["Runtime"] == queue.infra.lambda_.runtime
     assert properties["Environment"]["Variables"] == consumer_environment(queue.config)
+    # max_retries stays explicit: the headroom on maxReceiveCount never raises it.
+    assert properties["Environment"]["Variables"]["SQSBATCH_MAX_RETRIES"] == str(
+        queue.config.max_retries
+    )
+    # As many copies may run as the event source invokes at most: none is throttled by it.
+    assert properties["ReservedConcurrentExecutions"] == queue.config.max_concurrency
+    # The role is ordered by the Role GetAtt (cfn-lint W3005); its policy by DependsOn.
+    (depends_on,) = function["DependsOn"]
+    assert resources(synthesis.template, "AWS::IAM::Policy")[depends_on]
     # A plain folder asset: staged as is, never built in a container.
     staged = synthesis.outdir / f"asset.{properties['Code']['S3Key'].removesuffix('.zip')}"
     assert (staged / "handler.py").is_file()
@@ -163,6 +206,7 @@ def test_lambda_role_allows_exactly_what_the_adapter_uses(synthesis: Synthesis) 
         allowed(consume + adapter, source)
         | allowed(["sqs:SendMessage"], dlq)
         | allowed(["logs:CreateLogStream", "logs:PutLogEvents"], arn_of(log_group))
+        | allowed(QUEUE_SEND + QUEUE_RECEIVE, arn_of(key_id(template)))
     )
     assert "ManagedPolicyArns" not in template["Resources"][role_id]["Properties"]
 
@@ -245,7 +289,9 @@ def test_fargate_consumer_role_is_least_privilege(synthesis: Synthesis) -> None:
         "sqs:SendMessage",
     ]
     assert role_statements(template, role_id) == (
-        allowed(on_source, source) | allowed(["sqs:SendMessage", "sqs:GetQueueUrl"], dlq)
+        allowed(on_source, source)
+        | allowed(["sqs:SendMessage", "sqs:GetQueueUrl"], dlq)
+        | allowed(QUEUE_SEND, arn_of(key_id(template)))
     )
 
 
@@ -265,6 +311,7 @@ def test_redrive_daemon_drains_each_dlq_to_its_sources_only(synthesis: Synthesis
     for dlq in redriven:
         task = task_definition(synthesis, ["redrive", "run", "--dlq", dlq])
         expected = allowed(on_dlq, arn_of(queue_id(template, dlq)))
+        expected |= allowed(QUEUE_SEND, arn_of(key_id(template)))
         for source in groups[dlq]:
             expected |= allowed(["sqs:SendMessage", "sqs:GetQueueUrl"], name_arn(source.name))
         role_id = task["TaskRoleArn"]["Fn::GetAtt"][0]
