@@ -81,6 +81,7 @@ class Redriver:
         self._stopping = threading.Event()
         self._urls: dict[str, str] = {}
         self._sources: dict[str, tuple[str | None, float]] = {}
+        self._verified: set[str] = set()  # DLQ URLs checked to be DLQs
 
     @property
     def requests(self) -> int:
@@ -149,7 +150,8 @@ class Redriver:
             if queue is not None:
                 self._urls[queue] = self._sqs.queue_url(queue)
         for dlq in self.dlqs:
-            self._check_is_dlq(dlq, self._urls[dlq])
+            if self._urls[dlq] not in self._verified:  # once per Redriver, not per run_once
+                self._check_is_dlq(dlq, self._urls[dlq])
 
     def _check_is_dlq(self, dlq: str, url: str) -> None:
         """A queue that no queue names in its RedrivePolicy is not a DLQ: refused."""
@@ -163,6 +165,7 @@ class Redriver:
             )
         only = sources[0] if len(sources) == 1 and complete else None
         self._sources[url] = (only, self._clock())  # the routing cache, filled for free
+        self._verified.add(url)
 
     def _pass(self, dlq: str, wait_seconds: int) -> tuple[dict[str, int], set[str]]:
         """Receive one batch from `dlq` and settle it; (counter increments, message ids)."""

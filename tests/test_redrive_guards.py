@@ -66,6 +66,8 @@ def test_the_redriver_checks_every_dlq_and_needs_no_extra_call_to_route(
     assert redriver.run_once(wait_seconds=0).moved == 1
     assert bodies(sqs, source) == [1]
     assert redriver.requests_by_operation["list_dead_letter_source_queues"] == 1
+    redriver.run_once(wait_seconds=0)  # a cron-like caller: the check is made once per Redriver
+    assert redriver.requests_by_operation["list_dead_letter_source_queues"] == 1
 
 
 def test_sqsbatch_redrive_to_the_dlq_itself_is_one_line_and_receives_nothing(
