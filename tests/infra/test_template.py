@@ -15,6 +15,8 @@ from aws_cdk.assertions import Match, Template
 from sqsbatch.cdk.encryption import QUEUE_RECEIVE, QUEUE_SEND
 from sqsbatch.cdk.rules import VISIBILITY_FACTOR, consumer_environment
 from sqsbatch.cdk.settings import FOURTEEN_DAYS, QueuePlan
+from sqsbatch.config import ConsumerConfig
+from sqsbatch.queues import resolve_settings
 from tests.infra.conftest import (
     Synthesis,
     arn_of,
@@ -188,6 +190,29 @@ def test_lambda_function_gets_the_settings_and_a_timeout_the_queue_allows(
     assert "bundling" not in json.dumps(
         json.loads(next(synthesis.outdir.glob("*.assets.json")).read_text())
     )
+
+
+def test_the_lambda_consumer_keeps_max_retries_under_the_raised_receive_count(
+    synthesis: Synthesis, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """What the deployed adapter concludes at start-up, from the function's environment and its
+    queue's RedrivePolicy: the same max_retries and DLQ as the settings, and nothing to warn
+    about (a maxReceiveCount above max_retries + 1 is headroom)."""
+    template = synthesis.template
+    queue = plan_for(synthesis, "lambda")
+    (function,) = resources(template, "AWS::Lambda::Function").values()
+    monkeypatch.chdir(tmp_path)  # no sqsbatch.toml: the environment alone, as on Lambda
+    for key, value in function["Properties"]["Environment"]["Variables"].items():
+        monkeypatch.setenv(key, value)
+    policy = template["Resources"][queue_id(template, queue.name)]["Properties"]["RedrivePolicy"]
+    assert policy["maxReceiveCount"] > queue.config.max_retries + 1
+    dlq_arn = f"arn:aws:sqs:us-east-1:123456789012:{queue.dead_letter_queue}"
+    redrive = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": policy["maxReceiveCount"]}
+    attributes = {"RedrivePolicy": json.dumps(redrive)}
+    settings = resolve_settings(queue.name, ConsumerConfig.load(queue.name), attributes)
+    assert settings.config.max_retries == queue.config.max_retries
+    assert settings.config.dead_letter_queue == queue.dead_letter_queue
+    assert settings.notes == ()
 
 
 def test_lambda_role_allows_exactly_what_the_adapter_uses(synthesis: Synthesis) -> None:
