@@ -29,7 +29,9 @@ LOGS_ACTIONS = [
 ]
 
 
-def queue_key(scope: Construct, id: str, setting: str | None) -> kms.IKey | None:
+def queue_key(
+    scope: Construct, id: str, setting: str | None, producer_services: Sequence[str] = ()
+) -> kms.IKey | None:
     """`[infra] kms`: None (SQS-managed SSE), "create" (a new key) or an existing key's ARN.
 
     An existing key's policy is its owner's: it must let this account's IAM policies use the key
@@ -38,13 +40,14 @@ def queue_key(scope: Construct, id: str, setting: str | None) -> kms.IKey | None
     if setting is None:
         return None
     if setting == "create":
-        return create_key(scope, id)
+        return create_key(scope, id, producer_services=producer_services)
     return kms.Key.from_key_arn(scope, id, setting)
 
 
-def create_key(scope: Construct, id: str) -> kms.Key:
+def create_key(scope: Construct, id: str, *, producer_services: Sequence[str] = ()) -> kms.Key:
     """A symmetric key with yearly rotation, kept when the stack is deleted (messages and logs
-    written with it stay readable), usable by CloudWatch Logs for this account's log groups."""
+    written with it stay readable), usable by CloudWatch Logs for this account's log groups and
+    by `producer_services` (SNS, EventBridge, ...) to send to this account's queues."""
     stack = Stack.of(scope)
     key = kms.Key(
         scope,
@@ -66,6 +69,16 @@ def create_key(scope: Construct, id: str) -> kms.Key:
             conditions={"ArnLike": {"kms:EncryptionContext:aws:logs:arn": log_groups}},
         )
     )
+    if producer_services:
+        key.add_to_resource_policy(
+            iam.PolicyStatement(
+                principals=[iam.ServicePrincipal(service) for service in producer_services],
+                actions=QUEUE_SEND,
+                resources=["*"],
+                # Only on behalf of this account's topics, rules, buckets: no confused deputy.
+                conditions={"StringEquals": {"aws:SourceAccount": stack.account}},
+            )
+        )
     return key
 
 

@@ -7,6 +7,7 @@ The library reads `[[queues.consumers]]`; the CDK app reads the same file and ad
     alarm_topic_arn = "arn:aws:sns:..."          # optional: alarms notify this SNS topic
     image = { ecr_repository = "app", tag = "v1" }   # or { uri = "..." }: Fargate services
     kms = "create"                               # or a key ARN; default: SQS-managed SSE
+    kms_producer_services = ["sns.amazonaws.com"]  # AWS services that send to the queues
     redrive_headroom = 2                         # extra receives for Lambda consumers' queues
 
     [infra.redrive]                              # the redrive daemon (one service per DLQ)
@@ -30,7 +31,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -60,6 +61,7 @@ _MODULE_DOT_FUNCTION = r"^[A-Za-z_][\w.]*\.[A-Za-z_]\w*$"
 # "create", or the ARN of a key (not an alias: CloudWatch Logs accepts only key ARNs).
 _KMS = r"^(create|arn:aws[\w-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+)$"
 DEFAULT_REDRIVE_HEADROOM = 2
+_SERVICE_PRINCIPAL = r"^[a-z0-9-]+(\.[a-z0-9-]+)*\.amazonaws\.com$"
 
 
 class _Strict(BaseModel):
@@ -155,11 +157,23 @@ class InfraSettings(_Strict):
     image: ImageSettings | None = None
     # None: SQS-managed SSE and CloudWatch Logs' own encryption (no key to manage or grant).
     kms: str | None = Field(default=None, pattern=_KMS)
+    # Service principals (SNS, EventBridge, S3...) the created key's policy lets encrypt for this
+    # account's resources: IAM grants cannot reach them.
+    kms_producer_services: list[Annotated[str, Field(pattern=_SERVICE_PRINCIPAL)]] = []
     # Extra receives before SQS dead-letters a Lambda consumer's message: a throttled invocation
     # counts as a receive. maxReceiveCount = max_retries + 1 + redrive_headroom.
     redrive_headroom: int = Field(default=DEFAULT_REDRIVE_HEADROOM, ge=0, le=100)
     redrive: RedriveSettings = RedriveSettings()
     queues: list[QueueSettings] = []
+
+    @model_validator(mode="after")
+    def _producers_need_a_created_key(self) -> Self:
+        if self.kms_producer_services and self.kms != "create":
+            raise ValueError(
+                'kms_producer_services needs kms = "create" (an existing key\'s policy is its '
+                "owner's to change)"
+            )
+        return self
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,8 @@ class SqsBatchStack(Stack):
         self.plan = plan
         arn = plan.settings.alarm_topic_arn
         self.topic = None if arn is None else sns.Topic.from_topic_arn(self, "AlarmTopic", arn)
-        self.key = queue_key(self, "Key", plan.settings.kms)
+        settings = plan.settings
+        self.key = queue_key(self, "Key", settings.kms, settings.kms_producer_services)
         self._cluster: ecs.Cluster | None = None
         self.dead_letters: dict[str, DeadLetterQueue] = {}
         self.queues: dict[str, QueueWithDlq] = {}

@@ -104,6 +104,14 @@ def test_the_example_file_describes_three_queues_and_two_dlqs() -> None:
             "infra.kms='alias/sqsbatch' is invalid: string should match pattern",
         ),
         (
+            '[infra]\nkms_producer_services = ["sns.amazonaws.com"]',
+            'infra: kms_producer_services needs kms = "create"',
+        ),
+        (
+            '[infra]\nkms = "create"\nkms_producer_services = ["sns"]',
+            "infra.kms_producer_services[0]='sns' is invalid: string should match pattern",
+        ),
+        (
             "[infra]\nredrive_headroom = -1",
             "infra.redrive_headroom=-1 is invalid: input should be greater than or equal to 0",
         ),
@@ -223,6 +231,23 @@ def test_an_existing_key_encrypts_the_queues_and_logs_and_nothing_is_created(
     template.has_resource_properties(
         "AWS::SQS::Queue", {"QueueName": "jobs", "RedrivePolicy": redrive}
     )
+
+
+def test_a_created_key_lets_the_named_services_send_for_this_account_only(
+    tmp_path: Path,
+) -> None:
+    services = ["sns.amazonaws.com", "events.amazonaws.com"]
+    path = write(
+        tmp_path, f'{CONSUMER}\n[infra]\nkms = "create"\nkms_producer_services = {services}\n'
+    )
+    _, stack = build_app(path, app=App(outdir=str(tmp_path / "out")))
+    (key,) = Template.from_stack(stack).find_resources("AWS::KMS::Key").values()
+    statements = key["Properties"]["KeyPolicy"]["Statement"]
+    (producers,) = [s for s in statements if s["Principal"].get("Service") == services]
+    assert producers["Action"] == ["kms:GenerateDataKey", "kms:Decrypt"]
+    assert producers["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+    }
 
 
 def test_headroom_adds_receives_but_never_retries() -> None:
