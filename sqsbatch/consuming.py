@@ -11,18 +11,25 @@ import logging
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from sqsbatch.batching import BatchWindow
 from sqsbatch.calls import BatchRun, Entry
 from sqsbatch.config import ConsumerConfig
-from sqsbatch.envelope import decode
+from sqsbatch.envelope import DecodedMessage, decode
 from sqsbatch.errors import ConfigError
 from sqsbatch.lifecycle import Counters
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import MessageBatch, _Delivery
 from sqsbatch.outbox import Settlement, is_premature, postponement, settlement
-from sqsbatch.settlement import ActionKind, LastFailure, Outcome, settle, visibility_allowed
+from sqsbatch.settlement import (
+    ActionKind,
+    LastFailure,
+    Outcome,
+    Verdict,
+    settle,
+    visibility_allowed,
+)
 
 __all__ = [
     "Assembly",
@@ -40,6 +47,7 @@ __all__ = [
     "plan_settlement",
     "refusals",
     "sent_keys",
+    "split_deliveries",
     "split_received",
 ]
 
@@ -81,22 +89,33 @@ def split_received(
     limits: SqsLimits = SQS_LIMITS,
 ) -> Received:
     """Decode a `ReceiveMessage` answer; messages that are not due yet are not delivered."""
-    deliveries, early = [], []
-    for item in raw:
-        decoded = decode(item)
-        receipt = str(item["ReceiptHandle"])
-        if is_premature(decoded, wall_now):
-            early.append((decoded, receipt))
-        else:
-            deliveries.append(_Delivery(decoded, receipt, received_at, received_at + visibility))
-    postpone = None
-    if early:
-        postpone = postponement(early, queue_url=queue_url, wall_now=wall_now, limits=limits)
-    return Received(deliveries, postpone)
+    deliveries = [
+        _Delivery(decode(item), str(item["ReceiptHandle"]), received_at, received_at + visibility)
+        for item in raw
+    ]
+    return split_deliveries(deliveries, queue_url=queue_url, wall_now=wall_now, limits=limits)
+
+
+def split_deliveries(
+    deliveries: Sequence[_Delivery],
+    *,
+    queue_url: str,
+    wall_now: float,
+    limits: SqsLimits = SQS_LIMITS,
+) -> Received:
+    """Received messages for a batch, and a re-send for those not due yet (delay hops)."""
+    early = [d for d in deliveries if d.due_at is not None and is_premature(d.decoded, wall_now)]
+    if not early:
+        return Received(list(deliveries), None)
+    pairs = [(d.decoded, d.receipt_handle) for d in early]
+    postpone = postponement(pairs, queue_url=queue_url, wall_now=wall_now, limits=limits)
+    held = {id(d) for d in early}
+    return Received([d for d in deliveries if id(d) not in held], postpone)
 
 
 def connections_for(config: ConsumerConfig) -> int:
-    """HTTP connections a poller needs: a long poll, and a heartbeat and settlement per batch."""
+    """HTTP connections a poller needs: a long poll per receiver, a heartbeat and settlement per
+    batch (a slot does one at a time; the room to spare is for `receivers` growing)."""
     return config.max_concurrency * 2 + 2
 
 
@@ -304,10 +323,23 @@ def plan_settlement(
     wall_now: float,
     fifo: bool,
     limits: SqsLimits = SQS_LIMITS,
+    acks_free: bool = False,
 ) -> Plan:
-    """Seal the batch and decide what happens to each of its messages."""
+    """Seal the batch and decide what happens to each of its messages.
+
+    `acks_free`: the front end deletes acked messages without being told (Lambda deletes every
+    record left out of `batchItemFailures`), so an acked message gets no entry; every other
+    entry, and `kinds`, are the same. A batch that every message leaves acked is decided in bulk.
+    On a FIFO queue acks keep their entries but for that bulk case: an ack behind a failure of
+    its group is reported to Lambda, and deleted by the front end itself.
+    """
     ledger = batch._ledger
     ledger.seal()
+    size = len(batch._deliveries)
+    if acks_free:
+        uniform = ledger.uniform(outcome)
+        if uniform is not None and uniform.verdict is Verdict.ACK:
+            return Plan(Settlement([], [], {}), [ActionKind.DELETE] * size)
     actions = settle(
         batch._settled(),
         ledger.decisions(outcome),
@@ -319,10 +351,10 @@ def plan_settlement(
         wall_now=wall_now,
         fifo=fifo,
         limits=limits,
+        with_acks=fifo or not acks_free,
     )
-    pairs = [(d.decoded, d.receipt_handle) for d in batch._deliveries]
     plan = settlement(
-        pairs,
+        _Pairs(batch._deliveries),
         actions,
         queue_url=queue_url,
         queue=batch.queue,
@@ -331,7 +363,34 @@ def plan_settlement(
         fifo=fifo,
         limits=limits,
     )
-    return Plan(plan, [action.kind for action in actions])
+    kinds = [ActionKind.DELETE] * size
+    for action in actions:
+        kinds[action.index] = action.kind
+    return Plan(plan, kinds)
+
+
+class _Pairs(Sequence[tuple[DecodedMessage, str]]):
+    """(decoded, receipt handle) per delivery, read only for the messages settlement looks at."""
+
+    __slots__ = ("_deliveries",)
+
+    def __init__(self, deliveries: Sequence[_Delivery]) -> None:
+        self._deliveries = deliveries
+
+    def __len__(self) -> int:
+        return len(self._deliveries)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[DecodedMessage, str]: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[tuple[DecodedMessage, str]]: ...
+    def __getitem__(
+        self, index: int | slice
+    ) -> tuple[DecodedMessage, str] | Sequence[tuple[DecodedMessage, str]]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        delivery = self._deliveries[index]
+        return delivery.decoded, delivery.receipt_handle
 
 
 _COUNTER = {
@@ -371,10 +430,11 @@ _LAST_FAILURE_LOG = {
 def drops(batch: MessageBatch, plan: Plan) -> list[str]:
     """A log line per message whose last delivery failed and that was deleted (the queue has no
     RedrivePolicy, no DLQ is configured) or left to the queue's RedrivePolicy."""
+    messages = batch.messages
     return [
-        f"message {message.id} of {batch.queue} failed its last delivery (attempt "
-        f"{message.attempts}): {_LAST_FAILURE_LOG[kind]}"
-        for message, kind in zip(batch.messages, plan.kinds, strict=True)
+        f"message {messages[index].id} of {batch.queue} failed its last delivery (attempt "
+        f"{messages[index].attempts}): {_LAST_FAILURE_LOG[kind]}"
+        for index, kind in enumerate(plan.kinds)
         if kind in _LAST_FAILURE_LOG
     ]
 

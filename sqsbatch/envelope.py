@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import math
 import re
@@ -25,6 +26,7 @@ from sqsbatch.limits import SQS_LIMITS, SqsLimits
 
 __all__ = [
     "ATTRIBUTE",
+    "FOREIGN",
     "AttributeValue",
     "ContentType",
     "DecodedMessage",
@@ -33,9 +35,11 @@ __all__ = [
     "SendAttribute",
     "carry",
     "decode",
+    "decode_body",
     "encode_attributes",
     "encode_body",
     "payload_size",
+    "read_envelope",
 ]
 
 ATTRIBUTE = "sqsbatch"
@@ -133,6 +137,10 @@ class Envelope:
 
     def failed(self, exc_type: str, message: str, *, at: float) -> Envelope:
         return replace(self, error=ErrorInfo(exc_type, message[:_MAX_ERROR_CHARS], at))
+
+
+FOREIGN = Envelope(content_type="text")
+"""The envelope of a message with no sqsbatch attribute: its body is text."""
 
 
 @dataclass(frozen=True)
@@ -266,9 +274,9 @@ def decode(raw: Mapping[str, Any], *, base_attempts_override: int | None = None)
     ours = attributes.pop(ATTRIBUTE, None)
     envelope = None
     if ours is not None and "StringValue" in ours:
-        envelope = Envelope.from_attribute(ours["StringValue"])
+        envelope = read_envelope(ours["StringValue"])
     if envelope is None:
-        envelope = Envelope(content_type="text")
+        envelope = FOREIGN
         if ours is not None:  # someone else's attribute of the same name: keep it as theirs
             attributes[ATTRIBUTE] = ours
     receives = int(system.get("ApproximateReceiveCount", "1"))
@@ -277,7 +285,7 @@ def decode(raw: Mapping[str, Any], *, base_attempts_override: int | None = None)
     body_text: str = raw.get("Body", "")
     return DecodedMessage(
         id=envelope.id or raw["MessageId"],
-        body=_decode_body(body_text, envelope.content_type),
+        body=decode_body(body_text, envelope.content_type),
         timestamp=datetime.fromtimestamp(timestamp, UTC),
         attempts=envelope.base_attempts + receives,
         attributes={name: _attribute_value(value) for name, value in attributes.items()},
@@ -286,6 +294,13 @@ def decode(raw: Mapping[str, Any], *, base_attempts_override: int | None = None)
         raw_attributes=attributes,
         group_id=system.get("MessageGroupId"),
     )
+
+
+@functools.lru_cache(maxsize=1024)
+def read_envelope(raw: str) -> Envelope | None:
+    """`Envelope.from_attribute`, remembered: a producer's messages often carry the same text
+    (`{"v":1,"ct":"json"}`), and an `Envelope` is immutable."""
+    return Envelope.from_attribute(raw)
 
 
 def carry(message: DecodedMessage) -> Envelope:
@@ -297,7 +312,8 @@ def _optional(kind: type[T], value: object) -> T | None:
     return None if value is None else kind(value)  # type: ignore[call-arg]
 
 
-def _decode_body(text: str, content_type: ContentType) -> Any:
+def decode_body(text: str, content_type: ContentType) -> Any:
+    """A received body as its content type says: JSON or base64 that do not parse stay text."""
     if content_type == "json":
         try:
             return json.loads(text)

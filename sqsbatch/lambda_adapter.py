@@ -23,6 +23,7 @@ from sqsbatch.config import ConsumerConfig
 from sqsbatch.consumer import BatchHandler
 from sqsbatch.consuming import (
     Plan,
+    Received,
     check_handler,
     drops,
     handler_end,
@@ -30,10 +31,18 @@ from sqsbatch.consuming import (
     plan_settlement,
     refusals,
     sent_keys,
-    split_received,
+    split_deliveries,
 )
 from sqsbatch.errors import SqsError
-from sqsbatch.lambda_event import BatchResponse, ParsedEvent, handler_budget, parse_event, report
+from sqsbatch.lambda_event import (
+    BatchResponse,
+    ParsedEvent,
+    RecordDelivery,
+    deliveries,
+    handler_budget,
+    parse_event,
+    report,
+)
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import MessageBatch
 from sqsbatch.outbox import Settlement
@@ -44,7 +53,7 @@ from sqsbatch.queues import (
     policy_query,
     resolve_settings,
 )
-from sqsbatch.settlement import Outcome
+from sqsbatch.settlement import ActionKind, Outcome
 from sqsbatch.sqs_sync import SyncSqs, default_client
 from sqsbatch.transport import is_fifo, is_transient, is_url, queue_name
 
@@ -101,14 +110,15 @@ class LambdaAdapter:
         settings = self._settings_for(sqs, parsed.queue_url)
         config = settings.config
         wall_now, now = self._wall_clock(), self._clock()
-        received = split_received(
-            parsed.messages,
-            queue_url=parsed.queue_url,
-            received_at=now - max(0.0, wall_now - parsed.first_receive),
-            visibility=config.visibility_timeout,
-            wall_now=wall_now,
-            limits=self._limits,
-        )
+        received_at = now - max(0.0, wall_now - parsed.first_receive)
+        hidden_until = received_at + config.visibility_timeout
+        records = deliveries(parsed, received_at=received_at, hidden_until=hidden_until)
+        if parsed.plain:  # no record carries sqsbatch's attribute: none is an early hop
+            received = Received(list(records), None)
+        else:
+            received = split_deliveries(
+                records, queue_url=parsed.queue_url, wall_now=wall_now, limits=self._limits
+            )
         listed = []
         if received.postpone is not None:
             listed += self._postpone(sqs, received.postpone, parsed)
@@ -162,16 +172,19 @@ class LambdaAdapter:
             wall_now=self._wall_clock(),
             fifo=fifo,
             limits=self._limits,
+            acks_free=True,
         )
+        if plan.kinds.count(ActionKind.DELETE) == len(plan.kinds):
+            return []  # all acked: Lambda deletes them all, nothing to call or report
         listed = self._settle(sqs, batch, plan, fifo=fifo)
-        ids = parsed.message_ids
-        return [ids[batch._deliveries[index].receipt_handle] for index in listed]
+        deliveries = cast(list[RecordDelivery], batch._deliveries)
+        return [deliveries[index].item_identifier for index in listed]
 
     def _settle(self, sqs: SyncSqs, batch: MessageBatch, plan: Plan, *, fifo: bool) -> list[int]:
         """Phase one (copies, visibility changes) here; Lambda deletes what is not reported."""
         first = sqs.execute(BatchRun(plan.settlement.first, limits=self._limits))
         sent = sent_keys(first)
-        groups = [d.decoded.group_id for d in batch._deliveries]
+        groups = [d.group_id for d in batch._deliveries] if fifo else []
         decided = report(plan.kinds, {int(key[1:]) for key in sent}, groups, fifo=fifo)
         deletes = [e for e in plan.settlement.second(sent) if int(e.key[1:]) in decided.delete]
         second = sqs.execute(BatchRun(deletes, limits=self._limits))

@@ -12,16 +12,31 @@ import base64
 import binascii
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from itertools import repeat
+from operator import itemgetter, methodcaller
 from typing import Any, TypedDict
 
+from sqsbatch.envelope import (
+    ATTRIBUTE,
+    FOREIGN,
+    DecodedMessage,
+    Envelope,
+    decode,
+    decode_body,
+    read_envelope,
+)
 from sqsbatch.errors import EventError
+from sqsbatch.message import _Delivery
 from sqsbatch.settlement import ActionKind
 
 __all__ = [
     "BatchItemFailure",
     "BatchResponse",
     "ParsedEvent",
+    "RecordDelivery",
     "Report",
+    "deliveries",
     "handler_budget",
     "parse_event",
     "queue_url_from_arn",
@@ -48,42 +63,99 @@ class BatchResponse(TypedDict):
 class ParsedEvent:
     queue_arn: str
     queue_url: str
-    messages: list[dict[str, Any]]
-    """The records as boto3's `ReceiveMessage` returns messages."""
+    records: list[Mapping[str, Any]]
+    """The event's records, checked, as Lambda gives them."""
     first_receive: float
     """Epoch seconds no later than any of these receives (for the 12-hour ceiling)."""
+    plain: bool = False
+    """No record has message attributes: none carries sqsbatch's (none is a delay hop)."""
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The records as boto3's `ReceiveMessage` returns messages."""
+        return [_received(f"record {i}", record) for i, record in enumerate(self.records)]
 
     @property
     def message_ids(self) -> dict[str, str]:
         """SQS's message id (the `itemIdentifier`) per receipt handle."""
-        return {m["ReceiptHandle"]: m["MessageId"] for m in self.messages}
+        return {r["receiptHandle"]: r["messageId"] for r in self.records}
 
 
 def parse_event(event: object, *, endpoint_url: str | None = None) -> ParsedEvent:
-    """The messages of an SQS event from one queue; `EventError` naming what is wrong."""
+    """The messages of an SQS event from one queue; `EventError` naming what is wrong.
+
+    A well-formed event is checked in bulk (a pass per field, in C); only when that finds
+    something does each record get its own check, which names the first record at fault.
+    """
     if not isinstance(event, Mapping):
         raise EventError(f"not an SQS event: a {type(event).__name__}, not a mapping")
     records = event.get("Records")
     if not isinstance(records, list) or not records:
         raise EventError("not an SQS event: no Records list (or an empty one)")
-    arns = []
-    messages = []
-    for index, record in enumerate(records):
-        arn, message = _parse_record(index, record)
-        arns.append(arn)
-        messages.append(message)
+    checked = _checked_in_bulk(records)
+    plain = checked is not None
+    if checked is None:
+        checked = _checked_one_by_one(records)
+    arn, first_receive = checked
+    return ParsedEvent(
+        queue_arn=arn,
+        queue_url=queue_url_from_arn(arn, endpoint_url),
+        records=records,
+        first_receive=first_receive,
+        plain=plain,
+    )
+
+
+_GET_SOURCE = itemgetter("eventSource")
+_GET_ARN = itemgetter("eventSourceARN")
+_GET_STRINGS = (itemgetter("messageId"), itemgetter("receiptHandle"))
+_GET_BODY = itemgetter("body")
+_GET_ATTRIBUTES = itemgetter("attributes")
+_GET_USER_ATTRIBUTES = methodcaller("get", "messageAttributes")
+_GET_COUNT = itemgetter("ApproximateReceiveCount")
+_GET_SENT = itemgetter("SentTimestamp")
+_GET_FIRST = methodcaller("get", "ApproximateFirstReceiveTimestamp")
+
+
+def _checked_in_bulk(records: list[Any]) -> tuple[str, float] | None:
+    """(queue ARN, first receive) when every record is well formed, from one queue, with no
+    message attributes to check one by one; None when a record needs a closer look."""
+    try:
+        if set(map(type, records)) != {dict} or set(map(_GET_SOURCE, records)) != {"aws:sqs"}:
+            return None
+        arns = set(map(_GET_ARN, records))
+        if len(arns) != 1 or set(map(type, arns)) != {str} or not all(arns):
+            return None
+        for getter in _GET_STRINGS:
+            values = list(map(getter, records))
+            if set(map(type, values)) != {str} or not all(values):
+                return None
+        attributes = list(map(_GET_ATTRIBUTES, records))
+        if set(map(type, map(_GET_BODY, records))) != {str} or set(map(type, attributes)) != {dict}:
+            return None
+        counts, sent = map(_GET_COUNT, attributes), map(_GET_SENT, attributes)
+        if not all(map(str.isdigit, counts)) or not all(map(str.isdigit, sent)):
+            return None
+        if any(map(_GET_USER_ATTRIBUTES, records)):
+            return None
+        firsts = list(map(_GET_FIRST, attributes))
+        if not all(map(str.isdigit, firsts)):
+            return None
+    except (KeyError, TypeError):
+        return None
+    return arns.pop(), min(map(int, firsts)) / 1000
+
+
+def _checked_one_by_one(records: list[Any]) -> tuple[str, float]:
+    arns = [_checked_record(index, record) for index, record in enumerate(records)]
     queues = sorted(set(arns))
     if len(queues) > 1:
         raise EventError(
             f"records from {len(queues)} queues in one event ({', '.join(queues)}): "
             "sqsbatch settles one queue per batch; give each queue its own function"
         )
-    return ParsedEvent(
-        queue_arn=queues[0],
-        queue_url=queue_url_from_arn(queues[0], endpoint_url),
-        messages=messages,
-        first_receive=min(_receive_evidence(m["Attributes"]) for m in messages),
-    )
+    first = min(_receive_evidence(record["attributes"]) for record in records)
+    return queues[0], first
 
 
 def queue_url_from_arn(arn: str, endpoint_url: str | None = None) -> str:
@@ -127,13 +199,15 @@ def report(
     RedrivePolicy are reported, and a re-sent or dead-lettered message is left out only once its
     copy was accepted (`sent`). On a FIFO queue no message is reported as done after an earlier
     failure of its group: one that is settled all the same (an explicit ack, an accepted copy) is
-    deleted here and reported.
+    deleted here and reported. `groups` (each message's group) is read on FIFO queues only.
     """
     listed: list[int] = []
     delete: list[int] = []
     failed_groups: set[str] = set()
     for index, kind in enumerate(kinds):
-        group = groups[index]
+        if kind is ActionKind.DELETE and not fifo:
+            continue  # the common case, decided without a look at the group
+        group = groups[index] if fifo else None
         copied = kind in (ActionKind.RESEND, ActionKind.DEAD_LETTER)
         if kind in (ActionKind.HIDE, ActionKind.LEAVE) or (copied and index not in sent):
             listed.append(index)
@@ -145,7 +219,99 @@ def report(
     return Report(listed, delete)
 
 
-def _parse_record(index: int, record: object) -> tuple[str, dict[str, Any]]:
+class RecordDelivery(_Delivery):
+    """A checked record as a delivery, read lazily: what a handler never touches (attributes,
+    the timestamp as a datetime, the full decoding that re-sends need) costs nothing.
+
+    Reads the same as `decode` of the record in boto3's shape (`ParsedEvent.messages`).
+    """
+
+    __slots__ = ("_body", "_envelope", "record")
+
+    def __init__(
+        self,
+        record: Mapping[str, Any],
+        received_at: float,
+        hidden_until: float,
+        envelope: Envelope = FOREIGN,
+    ) -> None:
+        self.record = record
+        self._decoded = None
+        self.receipt_handle = record["receiptHandle"]
+        self.received_at = received_at
+        self.hidden_until = hidden_until
+        self.at_ceiling = False
+        self._envelope = envelope
+        self._body: Any = record["body"] if envelope is FOREIGN else _UNREAD
+
+    @property
+    def decoded(self) -> DecodedMessage:
+        if self._decoded is None:
+            self._decoded = decode(_received("record", self.record))
+        return self._decoded
+
+    @property
+    def item_identifier(self) -> str:
+        """SQS's message id: what `batchItemFailures` names."""
+        return str(self.record["messageId"])
+
+    @property
+    def id(self) -> str:
+        return self._envelope.id or str(self.record["messageId"])
+
+    @property
+    def body(self) -> Any:
+        body = self._body
+        if body is _UNREAD:
+            body = self._body = decode_body(self.record["body"], self._envelope.content_type)
+        return body
+
+    @property
+    def timestamp(self) -> datetime:
+        seconds = self._envelope.timestamp
+        if seconds is None:
+            seconds = int(self.record["attributes"]["SentTimestamp"]) / 1000
+        return datetime.fromtimestamp(seconds, UTC)
+
+    @property
+    def attempts(self) -> int:
+        receives = int(self.record["attributes"]["ApproximateReceiveCount"])
+        return self._envelope.base_attempts + receives
+
+    @property
+    def group_id(self) -> str | None:
+        group = self.record["attributes"].get("MessageGroupId")
+        return None if group is None else str(group)
+
+    @property
+    def due_at(self) -> float | None:
+        return self._envelope.due_at
+
+
+_UNREAD: Any = object()
+
+
+def deliveries(
+    parsed: ParsedEvent, *, received_at: float, hidden_until: float
+) -> list[RecordDelivery]:
+    """A delivery per record of a parsed event."""
+    records, at, until = parsed.records, repeat(received_at), repeat(hidden_until)
+    if parsed.plain:
+        return list(map(RecordDelivery, records, at, until))
+    envelopes = [_envelope_of(r.get("messageAttributes") or {}) for r in records]
+    return list(map(RecordDelivery, records, at, until, envelopes))
+
+
+def _envelope_of(user: Mapping[str, Any]) -> Envelope:
+    """The envelope in a record's `messageAttributes` (checked), as `decode` reads it."""
+    ours = user.get(ATTRIBUTE)
+    if ours is None or ours.get("stringValue") is None:
+        return FOREIGN
+    return read_envelope(str(ours["stringValue"])) or FOREIGN
+
+
+def _checked_record(index: int, record: object) -> str:
+    """The record's queue ARN, or an `EventError` naming what is wrong with it."""
     where = f"record {index}"
     if not isinstance(record, Mapping):
         raise EventError(f"{where} is a {type(record).__name__}, not a mapping")
@@ -164,14 +330,19 @@ def _parse_record(index: int, record: object) -> tuple[str, dict[str, Any]]:
         for key in ("ApproximateReceiveCount", "SentTimestamp")
     ):
         raise EventError(f"{where} needs attributes.ApproximateReceiveCount and SentTimestamp")
-    message = {
+    _attributes(where, record.get("messageAttributes") or {})
+    return str(record["eventSourceARN"])
+
+
+def _received(where: str, record: Mapping[str, Any]) -> dict[str, Any]:
+    """A checked record as boto3's `ReceiveMessage` returns the message."""
+    return {
         "MessageId": record["messageId"],
         "ReceiptHandle": record["receiptHandle"],
         "Body": record["body"],
-        "Attributes": {str(k): str(v) for k, v in attributes.items()},
+        "Attributes": {str(k): str(v) for k, v in record["attributes"].items()},
         "MessageAttributes": _attributes(where, record.get("messageAttributes") or {}),
     }
-    return str(record["eventSourceARN"]), message
 
 
 def _attributes(where: str, raw: object) -> dict[str, dict[str, Any]]:
@@ -194,7 +365,7 @@ def _attributes(where: str, raw: object) -> dict[str, dict[str, Any]]:
     return converted
 
 
-def _receive_evidence(attributes: Mapping[str, str]) -> float:
+def _receive_evidence(attributes: Mapping[str, Any]) -> float:
     """Epoch seconds no later than this receive: the first receive, else the send."""
-    first = attributes.get("ApproximateFirstReceiveTimestamp", "")
+    first = str(attributes.get("ApproximateFirstReceiveTimestamp", ""))
     return int(first if first.isdigit() else attributes["SentTimestamp"]) / 1000

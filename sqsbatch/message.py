@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from itertools import repeat
+from typing import Any, overload
 
 from sqsbatch.envelope import DecodedMessage, UserAttribute
 from sqsbatch.errors import MessageError
@@ -29,17 +29,68 @@ def check_delay(name: str, value: object) -> int | None:
     raise MessageError(f"{name}={value!r} is invalid: must be whole seconds 0..{MAX_DELAY_SECONDS}")
 
 
-@dataclass(eq=False)
 class _Delivery:
-    """The shell's view of one received message."""
+    """The shell's view of one received message.
 
-    decoded: DecodedMessage
-    receipt_handle: str
-    received_at: float
-    hidden_until: float
-    """Monotonic time until which SQS keeps it hidden (extended by the heartbeat)."""
-    at_ceiling: bool = False
-    """No further extension is possible (12 h ceiling reached, or the receipt is gone)."""
+    A plain class with `__slots__`: a batch holds one per message, and few containers per
+    message keep the cyclic GC's share small. What `Message` shows is read through it, so that
+    a front end may read its fields lazily (the Lambda adapter's records do).
+    """
+
+    __slots__ = ("_decoded", "at_ceiling", "hidden_until", "receipt_handle", "received_at")
+
+    def __init__(
+        self,
+        decoded: DecodedMessage,
+        receipt_handle: str,
+        received_at: float,
+        hidden_until: float,
+        at_ceiling: bool = False,
+    ) -> None:
+        self._decoded: DecodedMessage | None = decoded
+        self.receipt_handle = receipt_handle
+        self.received_at = received_at
+        self.hidden_until = hidden_until
+        """Monotonic time until which SQS keeps it hidden (extended by the heartbeat)."""
+        self.at_ceiling = at_ceiling
+        """No further extension is possible (12 h ceiling reached, or the receipt is gone)."""
+
+    @property
+    def decoded(self) -> DecodedMessage:
+        assert self._decoded is not None, "a subclass that reads lazily overrides this"
+        return self._decoded
+
+    @property
+    def id(self) -> str:
+        return self.decoded.id
+
+    @property
+    def body(self) -> Any:
+        return self.decoded.body
+
+    @property
+    def timestamp(self) -> datetime:
+        return self.decoded.timestamp
+
+    @property
+    def attempts(self) -> int:
+        return self.decoded.attempts
+
+    @property
+    def attributes(self) -> dict[str, UserAttribute]:
+        return self.decoded.attributes
+
+    @property
+    def group_id(self) -> str | None:
+        return self.decoded.group_id
+
+    @property
+    def due_at(self) -> float | None:
+        """Wall-clock epoch seconds before which it must not be delivered (a delay hop)."""
+        return self.decoded.envelope.due_at
+
+    def __repr__(self) -> str:
+        return f"<_Delivery id={self.id!r} receipt_handle={self.receipt_handle!r}>"
 
 
 class Message:
@@ -55,27 +106,27 @@ class Message:
     @property
     def id(self) -> str:
         """Stable across redeliveries, dead-lettering and re-sends."""
-        return self._delivery.decoded.id
+        return self._delivery.id
 
     @property
     def body(self) -> Any:
         """The body as sent: a JSON value, a `str` or `bytes`."""
-        return self._delivery.decoded.body
+        return self._delivery.body
 
     @property
     def timestamp(self) -> datetime:
         """When the message was first sent (aware, UTC)."""
-        return self._delivery.decoded.timestamp
+        return self._delivery.timestamp
 
     @property
     def attempts(self) -> int:
         """1 on the first delivery, one more per failed delivery."""
-        return self._delivery.decoded.attempts
+        return self._delivery.attempts
 
     @property
     def attributes(self) -> dict[str, UserAttribute]:
         """The sender's message attributes (sqsbatch's own is not among them)."""
-        return self._delivery.decoded.attributes
+        return self._delivery.attributes
 
     def ack(self) -> None:
         """Done with this message: it will be deleted, whatever happens to the rest."""
@@ -100,9 +151,9 @@ class MessageBatch:
         self.queue = queue
         self._ledger = Ledger(len(deliveries))
         self._deliveries = list(deliveries)
-        self.messages: list[Message] = [
-            Message(delivery, self._ledger, i) for i, delivery in enumerate(deliveries)
-        ]
+        self.messages: list[Message] = list(
+            map(Message, self._deliveries, repeat(self._ledger), range(len(self._deliveries)))
+        )
 
     def ack_all(self) -> None:
         """Ack every message that has no `ack()`/`retry()` call before this one."""
@@ -118,13 +169,34 @@ class MessageBatch:
                 "ignored %s_all() on a batch of %s: already settled", verdict.value, self.queue
             )
 
-    def _settled(self) -> list[Settled]:
-        return [
-            Settled(d.decoded.attempts, d.received_at, d.decoded.group_id) for d in self._deliveries
-        ]
+    def _settled(self) -> Sequence[Settled]:
+        """What settlement needs of each message, read only for the messages it looks at."""
+        return _SettledView(self._deliveries)
 
     def __len__(self) -> int:
         return len(self.messages)
 
     def __repr__(self) -> str:
         return f"<MessageBatch queue={self.queue!r} size={len(self)}>"
+
+
+class _SettledView(Sequence[Settled]):
+    """`Settled` per delivery, built when asked for: an all-acked batch reads none."""
+
+    __slots__ = ("_deliveries",)
+
+    def __init__(self, deliveries: Sequence[_Delivery]) -> None:
+        self._deliveries = deliveries
+
+    def __len__(self) -> int:
+        return len(self._deliveries)
+
+    @overload
+    def __getitem__(self, index: int) -> Settled: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Settled]: ...
+    def __getitem__(self, index: int | slice) -> Settled | Sequence[Settled]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        d = self._deliveries[index]
+        return Settled(d.attempts, d.received_at, d.group_id)

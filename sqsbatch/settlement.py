@@ -85,12 +85,26 @@ class Ledger:
             return []
         return [i for i, decision in enumerate(self._messages) if decision is None]
 
+    def uniform(self, outcome: Outcome) -> Decision | None:
+        """The decision every message gets when no message has a call of its own (the batch
+        call, else the outcome's default); None when some message has one."""
+        if self._messages.count(None) != len(self._messages):
+            return None
+        return self._batch or _default(outcome)
+
     def decisions(self, outcome: Outcome) -> list[Decision]:
         """One decision per message: its own call, else the batch call, else the outcome's."""
-        default = Decision(
-            Verdict.ACK if outcome is Outcome.RETURNED else Verdict.RETRY, None, explicit=False
-        )
-        return [own or self._batch or default for own in self._messages]
+        default = self._batch or _default(outcome)
+        return [own or default for own in self._messages]
+
+
+def _default(outcome: Outcome) -> Decision:
+    """What the handler's outcome gives a message with no call (not an explicit decision)."""
+    return _RETURNED if outcome is Outcome.RETURNED else _FAILED
+
+
+_RETURNED = Decision(Verdict.ACK, None, explicit=False)
+_FAILED = Decision(Verdict.RETRY, None, explicit=False)
 
 
 class ActionKind(enum.Enum):
@@ -151,8 +165,10 @@ def settle(
     wall_now: float,
     fifo: bool = False,
     limits: SqsLimits = SQS_LIMITS,
+    with_acks: bool = True,
 ) -> list[Action]:
-    """One action per message.
+    """One action per message (`with_acks=False`: none for the acked ones, whose `DELETE` a
+    front end that deletes them itself, Lambda, has no use for; the others are the same).
 
     `failure` is the (type, message) recorded on a dead-lettered copy when the handler raised or
     timed out. On FIFO queues a retried message makes the later implicitly decided messages of its
@@ -160,11 +176,15 @@ def settle(
     """
     if fifo:
         decisions = _hold_group_order(messages, decisions)
+    if len(messages) != len(decisions):
+        raise ValueError(f"{len(messages)} messages, {len(decisions)} decisions")
     actions = []
-    for index, (message, decision) in enumerate(zip(messages, decisions, strict=True)):
+    for index, decision in enumerate(decisions):
         if decision.verdict is Verdict.ACK:
-            actions.append(Action(index, ActionKind.DELETE))
+            if with_acks:
+                actions.append(Action(index, ActionKind.DELETE))
             continue
+        message = messages[index]
         delay = retry_delay if decision.delay_seconds is None else decision.delay_seconds
         allowed = visibility_allowed(message.received_at, now, limits)
         final = message.attempts >= max_retries + 1

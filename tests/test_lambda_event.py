@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import base64
+import random
 from typing import Any
 
 import pytest
 
-from sqsbatch import EventError
-from sqsbatch.envelope import decode
-from sqsbatch.lambda_event import handler_budget, parse_event, queue_url_from_arn, report
-from sqsbatch.settlement import ActionKind
+from sqsbatch import ConsumerConfig, EventError, MessageBatch
+from sqsbatch.consuming import plan_settlement
+from sqsbatch.envelope import ATTRIBUTE, Envelope, decode
+from sqsbatch.lambda_event import (
+    _checked_in_bulk,
+    _checked_one_by_one,
+    deliveries,
+    handler_budget,
+    parse_event,
+    queue_url_from_arn,
+    report,
+)
+from sqsbatch.settlement import ActionKind, LastFailure, Outcome
 
 ARN = "arn:aws:sqs:eu-west-1:123456789012:orders"
 H, D, R, L, X = (
@@ -138,3 +148,147 @@ def test_fifo_never_reports_a_later_message_of_a_failed_group_as_done() -> None:
     # Then everything after the failure in group a is reported, and deleted here when settled
     assert decided.listed == [1, 2, 3]
     assert decided.delete == [2, 3]
+
+
+# -- reading records lazily, and deciding in bulk: the same answers as one by one -------------
+
+
+def random_record(rng: random.Random, index: int, *, fifo: bool = False) -> dict[str, Any]:
+    """A record of any shape sqsbatch meets: foreign or with sqsbatch's envelope (carried id,
+    timestamp, attempts, a due time), user attributes (binary too), a FIFO group."""
+    user: dict[str, Any] = {}
+    if rng.random() < 0.5:
+        envelope = Envelope(
+            id=rng.choice([None, f"carried-{index}"]),
+            timestamp=rng.choice([None, 1_600_000_000.5]),
+            content_type=rng.choice(["json", "text", "bytes"]),
+            base_attempts=rng.randrange(3),
+            due_at=rng.choice([None, 1_500_000_000.0]),
+        )
+        user[ATTRIBUTE] = {
+            "stringValue": envelope.to_attribute()["StringValue"],
+            "dataType": "String",
+        }
+    elif rng.random() < 0.2:  # someone else's attribute of the same name: theirs
+        user[ATTRIBUTE] = {"stringValue": "not ours", "dataType": "String"}
+    if rng.random() < 0.5:
+        user["kind"] = {"stringValue": "a", "dataType": "String", "stringListValues": []}
+    if rng.random() < 0.3:
+        user["raw"] = {"binaryValue": base64.b64encode(b"\x00\x01").decode(), "dataType": "Binary"}
+    body = rng.choice(['{"n": 1}', "plain text", base64.b64encode(b"\x02").decode(), "[1, 2"])
+    attributes = {
+        "ApproximateReceiveCount": str(rng.randrange(1, 6)),
+        "SentTimestamp": str(1_700_000_000_000 + rng.randrange(10_000)),
+    }
+    if rng.random() < 0.8:
+        attributes["ApproximateFirstReceiveTimestamp"] = str(1_700_000_010_000 + index)
+    if fifo:
+        attributes["MessageGroupId"] = rng.choice("ab")
+    return record(index, body=body, attributes=attributes, messageAttributes=user)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_record_reads_lazily_as_its_decoding_reads(seed: int) -> None:
+    # Given records of every shape
+    rng = random.Random(seed)
+    records = [random_record(rng, i, fifo=seed % 2 == 0) for i in range(20)]
+    # When they are parsed and read as deliveries
+    parsed = parse_event({"Records": records})
+    lazy = deliveries(parsed, received_at=5.0, hidden_until=35.0)
+    # Then every field reads as `decode` of the record in boto3's shape
+    for delivery, raw in zip(lazy, parsed.messages, strict=True):
+        decoded = decode(raw)
+        fields = ("id", "body", "timestamp", "attempts", "attributes", "group_id")
+        assert [getattr(delivery, f) for f in fields] == [getattr(decoded, f) for f in fields]
+        assert delivery.due_at == decoded.envelope.due_at
+        assert delivery.decoded == decoded
+        assert (delivery.receipt_handle, delivery.received_at) == (raw["ReceiptHandle"], 5.0)
+        assert delivery.item_identifier == raw["MessageId"]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_bulk_check_finds_what_the_record_by_record_check_finds(seed: int) -> None:
+    # Given well-formed events without message attributes (the bulk check's case)
+    rng = random.Random(seed)
+    records = [random_record(rng, i) | {"messageAttributes": {}} for i in range(30)]
+    for i, one in enumerate(records):  # Lambda's records always tell their first receive
+        one["attributes"]["ApproximateFirstReceiveTimestamp"] = str(1_700_000_010_000 - i)
+    # When checked in bulk and one by one
+    bulk = _checked_in_bulk(records)
+    # Then both find the same queue and first receive
+    assert bulk is not None
+    assert bulk == _checked_one_by_one(records)
+    # And a record the bulk check cannot vouch for gets a closer look, and its one-line error
+    broken = rng.randrange(30)
+    records[broken] = record(broken, body=None)
+    assert _checked_in_bulk(records) is None
+    with pytest.raises(EventError, match=f"record {broken} has no body"):
+        parse_event({"Records": records})
+
+
+def random_calls(rng: random.Random, batch: MessageBatch) -> None:
+    """What a handler may do: per-message and batch calls, in any order, or nothing."""
+    for _ in range(rng.choice([0, 0, 1, 3, 10])):
+        if rng.random() < 0.15:
+            if rng.random() < 0.5:
+                batch.ack_all()
+            else:
+                batch.retry_all(rng.choice([None, 0, 60, 50_000]))
+        else:
+            message = rng.choice(batch.messages)
+            if rng.random() < 0.5:
+                message.ack()
+            else:
+                message.retry(rng.choice([None, 0, 60, 50_000]))
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_lambda_plans_the_same_actions_as_the_pollers_without_the_acks(seed: int) -> None:
+    # Given random batches (FIFO or not), random handler calls and outcomes, last attempts too
+    rng = random.Random(seed)
+    fifo = rng.random() < 0.4
+    records = [random_record(rng, i, fifo=fifo) for i in range(rng.randrange(1, 25))]
+    config = ConsumerConfig(max_retries=rng.choice([0, 1, 3]), retry_delay=rng.choice([0, 30]))
+    outcome = rng.choice(list(Outcome))
+    last_failure = rng.choice(list(LastFailure))
+    plans = []
+    for acks_free in (False, True):
+        parsed = parse_event({"Records": records})
+        batch = MessageBatch("orders", deliveries(parsed, received_at=0.0, hidden_until=30.0))
+        random_calls(random.Random(seed), batch)
+        # When each plans the settlement: the pollers with acks, Lambda without
+        plans.append(
+            plan_settlement(
+                batch,
+                outcome,
+                RuntimeError("boom"),
+                config,
+                queue_url="https://sqs/1/orders",
+                dlq_url="https://sqs/1/dlq" if last_failure is LastFailure.DEAD_LETTER else None,
+                last_failure=last_failure,
+                now=10.0,
+                wall_now=1_700_000_100.0,
+                fifo=fifo,
+                acks_free=acks_free,
+            )
+        )
+    full, lean = plans
+    # Then every message ends the same way, and only the acks' deletes are left out
+    assert lean.kinds == full.kinds
+    assert lean.settlement.first == full.settlement.first
+    assert lean.settlement.delete_after_send == full.settlement.delete_after_send
+    assert lean.settlement.refused == full.settlement.refused
+    acked = {f"d{i}" for i, kind in enumerate(full.kinds) if kind is ActionKind.DELETE}
+    kept = [e for e in full.settlement.always_delete if e.key not in acked]
+    if fifo:  # an ack behind a failure of its group is deleted here: acks keep their entries
+        kept = full.settlement.always_delete
+        if len(acked) == len(full.kinds):  # unless all are acked (then no failure to be behind)
+            assert lean.settlement.always_delete in (kept, [])
+            kept = lean.settlement.always_delete
+    assert lean.settlement.always_delete == kept
+    # And Lambda's report is the same whichever plan it reads
+    sent = {int(key[1:]) for key in full.settlement.delete_after_send}
+    groups = [d.group_id for d in batch._deliveries]
+    assert report(lean.kinds, sent, groups, fifo=fifo) == report(
+        full.kinds, sent, groups, fifo=fifo
+    )
