@@ -2,9 +2,10 @@
 
 The twin of `consumer.Consumer`, method for method (a test compares them): it receives, waits
 and calls SQS through `AsyncSqs`; every decision comes from `batching`, `settlement`,
-`consuming` and `outbox`, the same functions the sync poller calls. The loop assembles batches
-while up to `max_concurrency` tasks run handlers; each task supervises its handler (heartbeat,
-`handler_timeout` by cancelling it) and settles its batch in batch calls.
+`consuming`, `receivers` and `outbox`, the same functions the sync poller calls. The loop starts
+receivers as `receivers.Receivers` allows (one while the queue is quiet, up to `max_concurrency`
+while it has a backlog); each is a task that holds its slot: it assembles its own batch window,
+then supervises its handler (heartbeat, `handler_timeout` by cancelling it) and settles its batch.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import random
 import signal
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager, suppress
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext, suppress
 from typing import Any, Protocol
 
 from sqsbatch.backoff import pause_seconds
@@ -41,6 +42,7 @@ from sqsbatch.consuming import (
     tally,
 )
 from sqsbatch.errors import ConfigError, SqsBatchError, SqsError
+from sqsbatch.handler_tasks import awaited, cancel_handler, handler_failure
 from sqsbatch.lifecycle import graceful_loop_signals
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import MessageBatch, _Delivery
@@ -52,6 +54,7 @@ from sqsbatch.queues import (
     policy_query,
     resolve_settings,
 )
+from sqsbatch.receivers import Receivers
 from sqsbatch.settlement import LastFailure, Outcome
 from sqsbatch.sqs_async import AsyncSqs, default_client
 from sqsbatch.transport import is_fifo, is_transient, queue_name, receive_params
@@ -60,8 +63,8 @@ __all__ = ["AsyncBatchHandler", "AsyncConsumer", "cancel_handler", "handler_fail
 
 log = logging.getLogger("sqsbatch")
 
-CANCEL_GRACE_SECONDS = 1.0
-"""How long a timed-out handler gets to unwind after its cancellation before settlement goes on."""
+WAKE_SECONDS = 0.5
+"""How long the loop waits for news from its slots before it looks again anyway."""
 
 
 class AsyncBatchHandler(Protocol):
@@ -97,6 +100,9 @@ class AsyncConsumer:
         self._wall_clock = wall_clock
         self._fifo = is_fifo(queue)
         self._stopping = asyncio.Event()
+        self._changed = asyncio.Event()  # a slot has news: a receiver ended, a batch settled
+        self._lock: AbstractContextManager[object] = nullcontext()  # one thread: nothing to guard
+        self._receivers = Receivers(self.config.max_concurrency)
         self._loop_running: asyncio.AbstractEventLoop | None = None
         self._random = random.Random()
         self._own_client = client is None
@@ -127,8 +133,10 @@ class AsyncConsumer:
         loop = self._loop_running
         if loop is None or _in_loop(loop):
             self._stopping.set()
+            self._changed.set()
         else:
             loop.call_soon_threadsafe(self._stopping.set)
+            loop.call_soon_threadsafe(self._changed.set)
 
     async def run(self) -> None:
         """Poll until `stop()` or SIGTERM/SIGINT, then shut down gracefully."""
@@ -145,6 +153,8 @@ class AsyncConsumer:
 
     async def _start(self) -> None:
         self._stopping = asyncio.Event()  # bound to this run's event loop
+        self._changed = asyncio.Event()
+        self._receivers = Receivers(self.config.max_concurrency)
         self._fatal = None
         self._loop_running = asyncio.get_running_loop()
         self._url = await self._sqs.queue_url(self.queue)
@@ -164,31 +174,61 @@ class AsyncConsumer:
     async def _loop(self, idle_seconds: float | None) -> None:
         async with self._client():
             await self._start()
-            in_flight: set[asyncio.Task[None]] = set()
+            slots: set[asyncio.Task[None]] = set()
             try:
                 while not self._stopping.is_set():
-                    if len(in_flight) >= self.config.max_concurrency:
-                        await _first_done(in_flight, self._stopping)
-                        continue
-                    deliveries = await self._assemble(idle_seconds, busy=bool(in_flight))
-                    if deliveries:
-                        task = asyncio.create_task(self._process(deliveries))
-                        in_flight.add(task)
-                        task.add_done_callback(in_flight.discard)
-                        continue
-                    if idle_seconds is not None and self._idle_for() >= idle_seconds:
-                        if not in_flight:
-                            break
-                        await asyncio.wait(
-                            in_flight, timeout=idle_seconds, return_when=asyncio.FIRST_COMPLETED
-                        )
+                    self._changed.clear()
+                    count = self._next_receivers(idle_seconds)
+                    if count is None:
+                        break
+                    for _ in range(count):
+                        task = asyncio.create_task(self._serve(idle_seconds))
+                        slots.add(task)
+                        task.add_done_callback(slots.discard)
+                    with suppress(TimeoutError):
+                        await asyncio.wait_for(self._changed.wait(), WAKE_SECONDS)
             finally:
-                if in_flight:  # graceful: in-flight batches finish and settle
-                    await asyncio.wait(in_flight)
+                if slots:  # graceful: receivers deliver, in-flight batches finish and settle
+                    await asyncio.wait(slots)
                 self._loop_running = None
         log.info("consumer of %s stopped: %s", self.queue, self.stats.as_dict())
         if self._fatal is not None:
             raise self._fatal
+
+    def _next_receivers(self, idle_seconds: float | None) -> int | None:
+        """How many receivers to start now; None once idle with nothing in flight."""
+        idle = idle_seconds is not None and self._idle_for() >= idle_seconds
+        with self._lock:
+            return self._receivers.start(stopping=self._stopping.is_set(), idle=idle)
+
+    async def _serve(self, idle_seconds: float | None) -> None:
+        """One slot: receive a batch of its own, then hand it to the handler and settle it."""
+        deliveries: list[_Delivery] = []
+        try:
+            deliveries = await self._assemble(idle_seconds)
+        except Exception:  # a bug of ours: what was received reappears after its visibility
+            log.exception("receiving from %s failed", self.queue)
+        finally:
+            self._stopped_receiving(with_batch=bool(deliveries))
+        if deliveries:
+            try:
+                await self._process(deliveries)
+            finally:
+                self._settled()
+
+    def _received(self, got: int, asked: int) -> bool:
+        with self._lock:
+            return self._receivers.received(got=got, asked=asked)
+
+    def _stopped_receiving(self, *, with_batch: bool) -> None:
+        with self._lock:
+            self._receivers.stopped_receiving(with_batch=with_batch)
+        self._changed.set()
+
+    def _settled(self) -> None:
+        with self._lock:
+            self._receivers.settled()
+        self._changed.set()
 
     @asynccontextmanager
     async def _client(self) -> AsyncIterator[None]:
@@ -205,18 +245,19 @@ class AsyncConsumer:
     def _idle_for(self) -> float:
         return self._clock() - self._last_activity
 
-    async def _assemble(self, idle_seconds: float | None, *, busy: bool) -> list[_Delivery]:
+    async def _assemble(self, idle_seconds: float | None) -> list[_Delivery]:
         """Receive until the batch is due (full or window closed), or until stop/idle."""
         window: BatchWindow[_Delivery] = BatchWindow(
             self.config.max_batch_size, self.config.max_batch_timeout, self._limits
         )
-        assembly = Assembly(window, idle_seconds, busy)
+        assembly = Assembly(window, idle_seconds)
         now = self._clock()
         stopping = self._stopping.is_set
         while ask := assembly.next_receive(now, self._idle_for(), stopping=stopping()):
             asked, wait_seconds = ask
             received = await self._receive(asked, wait_seconds, window.remaining(now))
             now = self._clock()
+            assembly.surplus = self._received(len(received), asked)
             if not assembly.add(received, asked=asked, now=now, stopping=stopping()):
                 break
         return window.take()
@@ -290,7 +331,7 @@ class AsyncConsumer:
 
     async def _supervise(self, batch: MessageBatch) -> tuple[Outcome, BaseException | None]:
         """Run the handler; keep its messages hidden while it runs; cancel it at the timeout."""
-        task: asyncio.Task[object] = asyncio.create_task(_awaited(self.handler(batch)))
+        task: asyncio.Task[object] = asyncio.create_task(awaited(self.handler(batch)))
         watch = Watch.start(self._clock(), self.config)
         deliveries = batch._deliveries
         timed_out = False
@@ -339,52 +380,6 @@ class AsyncConsumer:
     def _on_signal(self, sig: signal.Signals) -> None:
         log.info("%s: stopping after in-flight batches", sig.name)
         self.stop()
-
-
-async def cancel_handler(
-    task: asyncio.Task[object], queue: str, abandoned: set[asyncio.Task[object]]
-) -> None:
-    """Cancel a timed-out handler; one that ignores cancellation is left to run, unwaited
-    (held in `abandoned` until it ends). Its later `ack()`/`retry()` calls are ignored."""
-    task.cancel()
-    await asyncio.wait({task}, timeout=CANCEL_GRACE_SECONDS)
-    if not task.done():
-        log.error("handler for %s ignores cancellation; settling without it", queue)
-        abandoned.add(task)
-        task.add_done_callback(_forgetting(abandoned))
-    elif not task.cancelled():
-        task.exception()  # retrieved: what it raised while unwinding does not matter now
-
-
-def _forgetting(
-    abandoned: set[asyncio.Task[object]],
-) -> Callable[[asyncio.Task[object]], None]:
-    def done(task: asyncio.Task[object]) -> None:
-        abandoned.discard(task)
-        if not task.cancelled():
-            task.exception()  # retrieved, so asyncio does not log it as never retrieved
-
-    return done
-
-
-def handler_failure(task: asyncio.Task[object]) -> BaseException | None:
-    """What a finished handler task raised (a cancellation by someone else counts)."""
-    if task.cancelled():  # by someone else than the timeout: the batch did not complete
-        return asyncio.CancelledError("the handler was cancelled")
-    return task.exception()
-
-
-async def _awaited(awaitable: Awaitable[object]) -> object:
-    return await awaitable
-
-
-async def _first_done(in_flight: set[asyncio.Task[None]], stopping: asyncio.Event) -> None:
-    """Wait until a batch in flight finishes (or a stop is asked)."""
-    stop = asyncio.create_task(stopping.wait())
-    try:
-        await asyncio.wait({*in_flight, stop}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        stop.cancel()
 
 
 def _in_loop(loop: asyncio.AbstractEventLoop) -> bool:

@@ -1,9 +1,10 @@
 """`Consumer`: the long-running boto3 poller (ECS, EC2, a laptop).
 
 A thin shell: it receives, waits and calls SQS; every decision comes from `batching`,
-`settlement`, `consuming` and `outbox`. The main thread assembles batches while up to
-`max_concurrency` worker threads run handlers; each worker supervises its handler (heartbeat,
-`handler_timeout`) and settles its batch in batch calls.
+`settlement`, `consuming`, `receivers` and `outbox`. The main thread starts receivers as
+`receivers.Receivers` allows (one while the queue is quiet, up to `max_concurrency` while it has
+a backlog); each runs on a worker thread of its own slot: it assembles its own batch window, then
+supervises its handler (heartbeat, `handler_timeout`) and settles its batch in batch calls.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from sqsbatch.backoff import pause_seconds
@@ -51,6 +52,7 @@ from sqsbatch.queues import (
     policy_query,
     resolve_settings,
 )
+from sqsbatch.receivers import Receivers
 from sqsbatch.settlement import LastFailure, Outcome
 from sqsbatch.sqs_sync import SyncSqs, default_client
 from sqsbatch.transport import is_fifo, is_transient, queue_name, receive_params
@@ -58,6 +60,9 @@ from sqsbatch.transport import is_fifo, is_transient, queue_name, receive_params
 __all__ = ["BatchHandler", "Consumer"]
 
 log = logging.getLogger("sqsbatch")
+
+WAKE_SECONDS = 0.5
+"""How long the main thread waits for news from its slots before it looks again anyway."""
 
 
 class BatchHandler(Protocol):
@@ -89,6 +94,9 @@ class Consumer:
         self._wall_clock = wall_clock
         self._fifo = is_fifo(queue)
         self._stopping = threading.Event()
+        self._changed = threading.Event()  # a slot has news: a receiver ended, a batch settled
+        self._lock = threading.Lock()
+        self._receivers = Receivers(self.config.max_concurrency)
         self._random = random.Random()
         pool = connections_for(self.config)
         self._sqs = SyncSqs(
@@ -114,6 +122,7 @@ class Consumer:
     def stop(self) -> None:
         """Stop receiving; in-flight batches finish and settle, then `run()` returns."""
         self._stopping.set()
+        self._changed.set()
 
     def run(self) -> None:
         """Poll until `stop()` or SIGTERM/SIGINT, then shut down gracefully."""
@@ -130,6 +139,7 @@ class Consumer:
 
     def _start(self) -> None:
         self._stopping.clear()
+        self._receivers = Receivers(self.config.max_concurrency)
         self._fatal = None
         self._url = self._sqs.queue_url(self.queue)
         attributes, refused = None, ""
@@ -147,42 +157,70 @@ class Consumer:
 
     def _loop(self, idle_seconds: float | None) -> None:
         self._start()
-        slots = threading.Semaphore(self.config.max_concurrency)
-        in_flight: set[Future[None]] = set()
-        with ThreadPoolExecutor(self.config.max_concurrency, "sqsbatch-batch") as pool:
+        with ThreadPoolExecutor(self.config.max_concurrency, "sqsbatch-slot") as pool:
             while not self._stopping.is_set():
-                if not slots.acquire(timeout=0.05):
-                    continue
-                deliveries = self._assemble(idle_seconds, busy=bool(in_flight))
-                if deliveries:
-                    future = pool.submit(self._process, deliveries)
-                    in_flight.add(future)
-                    future.add_done_callback(_freeing(in_flight, slots))
-                    continue
-                slots.release()
-                if idle_seconds is not None and self._idle_for() >= idle_seconds:
-                    if not in_flight:
-                        break
-                    wait(list(in_flight), timeout=idle_seconds, return_when=FIRST_COMPLETED)
+                self._changed.clear()
+                count = self._next_receivers(idle_seconds)
+                if count is None:
+                    break
+                for _ in range(count):
+                    pool.submit(self._serve, idle_seconds)
+                self._changed.wait(WAKE_SECONDS)
         log.info("consumer of %s stopped: %s", self.queue, self.stats.as_dict())
         if self._fatal is not None:
             raise self._fatal
 
+    def _next_receivers(self, idle_seconds: float | None) -> int | None:
+        """How many receivers to start now; None once idle with nothing in flight."""
+        idle = idle_seconds is not None and self._idle_for() >= idle_seconds
+        with self._lock:
+            return self._receivers.start(stopping=self._stopping.is_set(), idle=idle)
+
+    def _serve(self, idle_seconds: float | None) -> None:
+        """One slot: receive a batch of its own, then hand it to the handler and settle it."""
+        deliveries: list[_Delivery] = []
+        try:
+            deliveries = self._assemble(idle_seconds)
+        except Exception:  # a bug of ours: what was received reappears after its visibility
+            log.exception("receiving from %s failed", self.queue)
+        finally:
+            self._stopped_receiving(with_batch=bool(deliveries))
+        if deliveries:
+            try:
+                self._process(deliveries)
+            finally:
+                self._settled()
+
+    def _received(self, got: int, asked: int) -> bool:
+        with self._lock:
+            return self._receivers.received(got=got, asked=asked)
+
+    def _stopped_receiving(self, *, with_batch: bool) -> None:
+        with self._lock:
+            self._receivers.stopped_receiving(with_batch=with_batch)
+        self._changed.set()
+
+    def _settled(self) -> None:
+        with self._lock:
+            self._receivers.settled()
+        self._changed.set()
+
     def _idle_for(self) -> float:
         return self._clock() - self._last_activity
 
-    def _assemble(self, idle_seconds: float | None, *, busy: bool) -> list[_Delivery]:
+    def _assemble(self, idle_seconds: float | None) -> list[_Delivery]:
         """Receive until the batch is due (full or window closed), or until stop/idle."""
         window: BatchWindow[_Delivery] = BatchWindow(
             self.config.max_batch_size, self.config.max_batch_timeout, self._limits
         )
-        assembly = Assembly(window, idle_seconds, busy)
+        assembly = Assembly(window, idle_seconds)
         now = self._clock()
         stopping = self._stopping.is_set
         while ask := assembly.next_receive(now, self._idle_for(), stopping=stopping()):
             asked, wait_seconds = ask
             received = self._receive(asked, wait_seconds, window.remaining(now))
             now = self._clock()
+            assembly.surplus = self._received(len(received), asked)
             if not assembly.add(received, asked=asked, now=now, stopping=stopping()):
                 break
         return window.take()
@@ -311,13 +349,3 @@ class Consumer:
     def _on_signal(self, sig: signal.Signals) -> None:
         log.info("%s: stopping after in-flight batches", sig.name)
         self.stop()
-
-
-def _freeing(
-    in_flight: set[Future[None]], slots: threading.Semaphore
-) -> Callable[[Future[None]], None]:
-    def done(future: Future[None]) -> None:
-        in_flight.discard(future)
-        slots.release()
-
-    return done

@@ -153,14 +153,15 @@ def check_handler(handler: object, *, is_async: bool | None = None) -> None:
 class Assembly:
     """The receives that fill one batch: how many to ask for, how long to wait, when to stop.
 
-    `busy`: other batches are in flight, so an empty receive ends assembly (the poller goes back
-    to watching them) instead of waiting on. `idle_seconds` (run until idle) caps the wait of an
-    empty window by what is left before the poller counts as idle.
+    `surplus`: the receiver assembling it is one more than demand allows now (`receivers`), so
+    an empty receive ends assembly instead of waiting on; the shell sets it after each receive.
+    `idle_seconds` (run until idle) caps the wait of an empty window by what is left before the
+    poller counts as idle.
     """
 
     window: BatchWindow[_Delivery]
     idle_seconds: float | None
-    busy: bool
+    surplus: bool = False
 
     def next_receive(
         self, now: float, idle_for: float, *, stopping: bool
@@ -180,7 +181,7 @@ class Assembly:
     def add(self, received: list[_Delivery], *, asked: int, now: float, stopping: bool) -> bool:
         """Record one receive; False when assembly ends before the batch is due."""
         self.window.add(received, asked=asked, now=now)
-        return not (stopping or (self.busy and not self.window.is_open))
+        return not (stopping or (self.surplus and not self.window.is_open))
 
 
 def receive_visibility(

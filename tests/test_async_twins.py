@@ -21,7 +21,13 @@ from sqsbatch.sqs_async import AsyncSqs
 from sqsbatch.sqs_sync import SyncSqs
 
 TWINS = [(Consumer, AsyncConsumer), (Producer, AsyncProducer), (SyncSqs, AsyncSqs)]
-PURE = ("sqsbatch.consuming", "sqsbatch.producer", "sqsbatch.backoff", "sqsbatch.calls")
+PURE = (
+    "sqsbatch.consuming",
+    "sqsbatch.producer",
+    "sqsbatch.backoff",
+    "sqsbatch.calls",
+    "sqsbatch.receivers",
+)
 ONLY_ASYNC = {"aclose", "__aenter__", "__aexit__", "_open", "_client"}
 PRIMITIVES = {"__init__", "stop"}
 """Where threads and asyncio differ (events, signal handlers): compared by signature only."""

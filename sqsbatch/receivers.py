@@ -1,0 +1,65 @@
+"""How many receivers a poller runs at once: one while the queue is quiet, more while it is not.
+
+A poller has `max_concurrency` slots. A receiver takes a slot at its first receive and holds it
+while it assembles its own batch window and, when the window yields a batch, until the handler
+is done and the batch is settled. Receivers grow with demand: a receive that came back full (as
+many messages as it asked for, 10 or what its window could still take) is evidence of a backlog
+and lets one more free slot start receiving; a short one shrinks that allowance back by one, so
+an empty queue costs one long poll at a time whatever `max_concurrency` is. A receiver asks only
+for what its own window can take, so nothing is prefetched and later released.
+
+Pure: no clock, no I/O, no lock; the shells hold it under their lock and execute what it says.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Receivers"]
+
+
+@dataclass
+class Receivers:
+    """The slots of one poller: `receiving` assemble batches, `handling` run or settle one."""
+
+    slots: int
+    allowed: int = 1
+    receiving: int = 0
+    handling: int = 0
+
+    @property
+    def in_flight(self) -> int:
+        return self.receiving + self.handling
+
+    def start(self, *, stopping: bool, idle: bool) -> int | None:
+        """How many receivers to start now (counted as receiving from here on).
+
+        None: the run is over (idle, and nothing is received or handled any more). Stopping or
+        idle starts none; otherwise free slots start receiving up to the allowance.
+        """
+        if idle and not self.in_flight:
+            return None
+        if stopping or idle:
+            return 0
+        count = max(0, min(self.allowed - self.receiving, self.slots - self.in_flight))
+        self.receiving += count
+        return count
+
+    def received(self, *, got: int, asked: int) -> bool:
+        """Record one receive; True when its receiver is now surplus (more receivers than the
+        allowance), so it ends unless its window already holds messages."""
+        if got >= asked:
+            self.allowed = min(self.slots, self.allowed + 1)
+        else:
+            self.allowed = max(1, self.allowed - 1)
+        return self.receiving > self.allowed
+
+    def stopped_receiving(self, *, with_batch: bool) -> None:
+        """A receiver is done receiving: its slot is free, or its batch goes to the handler."""
+        self.receiving -= 1
+        if with_batch:
+            self.handling += 1
+
+    def settled(self) -> None:
+        """A batch was handled and settled: its slot is free."""
+        self.handling -= 1
