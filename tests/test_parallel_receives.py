@@ -160,3 +160,37 @@ def test_a_trickle_after_a_backlog_is_received_by_one_receiver_again(
     # the 6 full ones and the one long poll that ends the run)
     assert set(seen) == set(range(60)) and depth(sqs, name) == 0
     assert gauge.calls <= 6 + 4 + 1 + 2  # 2: moto may hand a message out twice
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_on_stop_every_receiver_delivers_what_it_received(kind: str, sqs: Any, name: str) -> None:
+    # Given a backlog, 4 slots, batches of 20 with a long window, and a handler whose first
+    # batch stops the poller while other receivers may hold partly filled windows
+    backlog(sqs, name, 90)
+    config = ConsumerConfig.load(max_concurrency=4, max_batch_size=20, max_batch_timeout=5)
+    handled: list[int] = []
+    consumers: list[Any] = []
+
+    def handler(batch: MessageBatch) -> None:
+        handled.extend(m.body for m in batch.messages)
+        consumers[0].stop()
+
+    async def async_handler(batch: MessageBatch) -> None:
+        handler(batch)
+
+    # When it runs until that stop
+    if kind == "sync":
+        consumers.append(Consumer(name, handler, config, client=sqs))
+        consumers[0].run()
+    else:
+
+        async def main() -> None:
+            async with aio_client(sqs, max_pool_connections=20) as aio:
+                consumers.append(AsyncConsumer(name, async_handler, config, client=aio))
+                await consumers[0].run()
+
+        asyncio.run(main())
+    # Then every message received was handed to the handler and acked, none was released
+    stats = consumers[0].stats
+    assert stats.received == len(handled) == stats.acked
+    assert depth(sqs, name) == 90 - len(set(handled))
