@@ -436,7 +436,7 @@ def drops(batch: MessageBatch, plan: Plan) -> list[str]:
         f"message {messages[index].id} of {batch.queue} failed its last delivery (attempt "
         f"{messages[index].attempts}): {_LAST_FAILURE_LOG[kind]}"
         for index, kind in enumerate(plan.kinds)
-        if kind in _LAST_FAILURE_LOG
+        if kind is ActionKind.DROP or kind is ActionKind.LEAVE  # no hash of each kind
     ]
 
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import repeat
-from operator import itemgetter, methodcaller
+from operator import itemgetter
 from typing import Any, TypedDict
 
 from sqsbatch.envelope import (
@@ -93,10 +93,9 @@ def parse_event(event: object, *, endpoint_url: str | None = None) -> ParsedEven
     if not isinstance(records, list) or not records:
         raise EventError("not an SQS event: no Records list (or an empty one)")
     checked = _checked_in_bulk(records)
-    plain = checked is not None
     if checked is None:
-        checked = _checked_one_by_one(records)
-    arn, first_receive = checked
+        checked = (*_checked_one_by_one(records), False)
+    arn, first_receive, plain = checked
     return ParsedEvent(
         queue_arn=arn,
         queue_url=queue_url_from_arn(arn, endpoint_url),
@@ -108,42 +107,57 @@ def parse_event(event: object, *, endpoint_url: str | None = None) -> ParsedEven
 
 _GET_SOURCE = itemgetter("eventSource")
 _GET_ARN = itemgetter("eventSourceARN")
-_GET_STRINGS = (itemgetter("messageId"), itemgetter("receiptHandle"))
+_GET_ID = itemgetter("messageId")
+_GET_RECEIPT = itemgetter("receiptHandle")
 _GET_BODY = itemgetter("body")
 _GET_ATTRIBUTES = itemgetter("attributes")
-_GET_USER_ATTRIBUTES = methodcaller("get", "messageAttributes")
+_GET_USER_ATTRIBUTES = itemgetter("messageAttributes")
 _GET_COUNT = itemgetter("ApproximateReceiveCount")
 _GET_SENT = itemgetter("SentTimestamp")
-_GET_FIRST = methodcaller("get", "ApproximateFirstReceiveTimestamp")
+_GET_FIRST = itemgetter("ApproximateFirstReceiveTimestamp")
 
 
-def _checked_in_bulk(records: list[Any]) -> tuple[str, float] | None:
-    """(queue ARN, first receive) when every record is well formed, from one queue, with no
-    message attributes to check one by one; None when a record needs a closer look."""
+def _checked_in_bulk(records: list[Any]) -> tuple[str, float, bool] | None:
+    """(queue ARN, first receive, no record has message attributes) when every record is well
+    formed and from one queue; None when a record needs a closer look. Records with message
+    attributes have them checked one by one (an error there is the event's first)."""
     try:
-        if set(map(type, records)) != {dict} or set(map(_GET_SOURCE, records)) != {"aws:sqs"}:
-            return None
-        arns = set(map(_GET_ARN, records))
-        if len(arns) != 1 or set(map(type, arns)) != {str} or not all(arns):
-            return None
-        for getter in _GET_STRINGS:
-            values = list(map(getter, records))
-            if set(map(type, values)) != {str} or not all(values):
-                return None
-        attributes = list(map(_GET_ATTRIBUTES, records))
-        if set(map(type, map(_GET_BODY, records))) != {str} or set(map(type, attributes)) != {dict}:
-            return None
-        counts, sent = map(_GET_COUNT, attributes), map(_GET_SENT, attributes)
-        if not all(map(str.isdigit, counts)) or not all(map(str.isdigit, sent)):
-            return None
-        if any(map(_GET_USER_ATTRIBUTES, records)):
-            return None
-        firsts = list(map(_GET_FIRST, attributes))
-        if not all(map(str.isdigit, firsts)):
-            return None
-    except (KeyError, TypeError):
+        found = _well_formed(records)
+    except (KeyError, TypeError, AttributeError):  # a field missing, or of the wrong type
         return None
-    return arns.pop(), min(map(int, firsts)) / 1000
+    if found is None:
+        return None
+    arn, firsts, users = found
+    plain = not any(users)
+    if not plain:
+        for index, user in enumerate(users):
+            if user:
+                _attributes(f"record {index}", user)
+    if len(set(map(len, firsts))) == 1 and all(map(str.isascii, firsts)):
+        return arn, int(min(firsts)) / 1000, plain  # digits of one length: least string, least
+    return arn, min(map(int, firsts)) / 1000, plain
+
+
+def _well_formed(records: list[Any]) -> tuple[str, list[str], list[Any]] | None:
+    """(queue ARN, first receives, message attributes) of records that pass every check, a
+    pass per field; None, or an exception, otherwise."""
+    arns = set(map(_GET_ARN, records))
+    attributes = list(map(_GET_ATTRIBUTES, records))
+    firsts = list(map(_GET_FIRST, attributes))  # Lambda's records always have it
+    users = list(map(_GET_USER_ATTRIBUTES, records))  # and this, if only {}
+    well_formed = (
+        set(map(_GET_SOURCE, records)) == {"aws:sqs"}
+        and len(arns) == 1
+        and all(type(arn) is str and arn for arn in arns)
+        # non-empty strings: a length of 0 or a TypeError (not a str) fails them
+        and all(map(str.__len__, map(_GET_ID, records)))
+        and all(map(str.__len__, map(_GET_RECEIPT, records)))
+        and set(map(type, map(_GET_BODY, records))) == {str}
+        and all(map(str.isdigit, map(_GET_COUNT, attributes)))
+        and all(map(str.isdigit, map(_GET_SENT, attributes)))
+        and all(map(str.isdigit, firsts))
+    )
+    return (arns.pop(), firsts, users) if well_formed else None
 
 
 def _checked_one_by_one(records: list[Any]) -> tuple[str, float]:
@@ -226,7 +240,10 @@ class RecordDelivery(_Delivery):
     Reads the same as `decode` of the record in boto3's shape (`ParsedEvent.messages`).
     """
 
-    __slots__ = ("_body", "_envelope", "record")
+    __slots__ = ("_envelope", "body", "record")
+    body: Any
+    """The body: set at once for a foreign message (text as it came), else decoded on first
+    read (`__getattr__`: a slot not yet set is read through it), once."""
 
     def __init__(
         self,
@@ -242,7 +259,8 @@ class RecordDelivery(_Delivery):
         self.hidden_until = hidden_until
         self.at_ceiling = False
         self._envelope = envelope
-        self._body: Any = record["body"] if envelope is FOREIGN else _UNREAD
+        if envelope is FOREIGN:
+            self.body = record["body"]
 
     @property
     def decoded(self) -> DecodedMessage:
@@ -259,12 +277,11 @@ class RecordDelivery(_Delivery):
     def id(self) -> str:
         return self._envelope.id or str(self.record["messageId"])
 
-    @property
-    def body(self) -> Any:
-        body = self._body
-        if body is _UNREAD:
-            body = self._body = decode_body(self.record["body"], self._envelope.content_type)
-        return body
+    def __getattr__(self, name: str) -> Any:
+        if name != "body":
+            raise AttributeError(name)
+        self.body = decode_body(self.record["body"], self._envelope.content_type)
+        return self.body
 
     @property
     def timestamp(self) -> datetime:
@@ -286,9 +303,6 @@ class RecordDelivery(_Delivery):
     @property
     def due_at(self) -> float | None:
         return self._envelope.due_at
-
-
-_UNREAD: Any = object()
 
 
 def deliveries(
