@@ -132,7 +132,7 @@ def _checked_in_bulk(records: list[Any]) -> tuple[str, float, bool] | None:
     if not plain:
         for index, user in enumerate(users):
             if user:
-                _attributes(f"record {index}", user)
+                _checked_attributes(f"record {index}", user)
     if len(set(map(len, firsts))) == 1 and all(map(str.isascii, firsts)):
         return arn, int(min(firsts)) / 1000, plain  # digits of one length: least string, least
     return arn, min(map(int, firsts)) / 1000, plain
@@ -344,7 +344,7 @@ def _checked_record(index: int, record: object) -> str:
         for key in ("ApproximateReceiveCount", "SentTimestamp")
     ):
         raise EventError(f"{where} needs attributes.ApproximateReceiveCount and SentTimestamp")
-    _attributes(where, record.get("messageAttributes") or {})
+    _checked_attributes(where, record.get("messageAttributes") or {})
     return str(record["eventSourceARN"])
 
 
@@ -361,22 +361,34 @@ def _received(where: str, record: Mapping[str, Any]) -> dict[str, Any]:
 
 def _attributes(where: str, raw: object) -> dict[str, dict[str, Any]]:
     """Lambda's `messageAttributes` (camelCase, base64 binaries) in boto3's shape."""
-    if not isinstance(raw, Mapping):
-        raise EventError(f"{where}: messageAttributes is not a mapping")
     converted: dict[str, dict[str, Any]] = {}
-    for name, value in raw.items():
-        if not isinstance(value, Mapping) or not isinstance(value.get("dataType"), str):
-            raise EventError(f"{where}: message attribute {name!r} has no dataType")
+    for name, value in _checked_attributes(where, raw).items():
         shaped: dict[str, Any] = {"DataType": value["dataType"]}
         if value.get("stringValue") is not None:
             shaped["StringValue"] = str(value["stringValue"])
         if value.get("binaryValue") is not None:
-            try:
-                shaped["BinaryValue"] = base64.b64decode(value["binaryValue"], validate=True)
-            except (binascii.Error, TypeError, ValueError):
-                raise EventError(f"{where}: message attribute {name!r} is not base64") from None
+            shaped["BinaryValue"] = _binary(where, name, value["binaryValue"])
         converted[str(name)] = shaped
     return converted
+
+
+def _checked_attributes(where: str, raw: object) -> Mapping[Any, Mapping[str, Any]]:
+    """`messageAttributes` as given, or an `EventError` naming what is wrong with them."""
+    if not isinstance(raw, Mapping):
+        raise EventError(f"{where}: messageAttributes is not a mapping")
+    for name, value in raw.items():
+        if not isinstance(value, Mapping) or not isinstance(value.get("dataType"), str):
+            raise EventError(f"{where}: message attribute {name!r} has no dataType")
+        if value.get("binaryValue") is not None:
+            _binary(where, name, value["binaryValue"])
+    return raw
+
+
+def _binary(where: str, name: object, text: object) -> bytes:
+    try:
+        return base64.b64decode(text, validate=True)  # type: ignore[arg-type]
+    except (binascii.Error, TypeError, ValueError):
+        raise EventError(f"{where}: message attribute {name!r} is not base64") from None
 
 
 def _receive_evidence(attributes: Mapping[str, Any]) -> float:
