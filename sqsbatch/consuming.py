@@ -11,7 +11,7 @@ import logging
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any
 
 from sqsbatch.batching import BatchWindow
 from sqsbatch.calls import BatchRun, Entry
@@ -20,7 +20,7 @@ from sqsbatch.envelope import DecodedMessage, decode
 from sqsbatch.errors import ConfigError
 from sqsbatch.lifecycle import Counters
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
-from sqsbatch.message import MessageBatch, _Delivery
+from sqsbatch.message import LazyView, MessageBatch, _Delivery
 from sqsbatch.outbox import Settlement, is_premature, postponement, settlement
 from sqsbatch.settlement import (
     ActionKind,
@@ -355,7 +355,7 @@ def plan_settlement(
         with_acks=fifo or not acks_free,
     )
     plan = settlement(
-        _Pairs(batch._deliveries),
+        LazyView(batch._deliveries, _pair),
         actions,
         queue_url=queue_url,
         queue=batch.queue,
@@ -370,28 +370,8 @@ def plan_settlement(
     return Plan(plan, kinds)
 
 
-class _Pairs(Sequence[tuple[DecodedMessage, str]]):
-    """(decoded, receipt handle) per delivery, read only for the messages settlement looks at."""
-
-    __slots__ = ("_deliveries",)
-
-    def __init__(self, deliveries: Sequence[_Delivery]) -> None:
-        self._deliveries = deliveries
-
-    def __len__(self) -> int:
-        return len(self._deliveries)
-
-    @overload
-    def __getitem__(self, index: int) -> tuple[DecodedMessage, str]: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[tuple[DecodedMessage, str]]: ...
-    def __getitem__(
-        self, index: int | slice
-    ) -> tuple[DecodedMessage, str] | Sequence[tuple[DecodedMessage, str]]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        delivery = self._deliveries[index]
-        return delivery.decoded, delivery.receipt_handle
+def _pair(delivery: _Delivery) -> tuple[DecodedMessage, str]:
+    return delivery.decoded, delivery.receipt_handle
 
 
 _COUNTER = {

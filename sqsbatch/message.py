@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from itertools import repeat
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 from sqsbatch.envelope import DecodedMessage, UserAttribute
 from sqsbatch.errors import MessageError
 from sqsbatch.settlement import Ledger, Settled, Verdict
 
-__all__ = ["Message", "MessageBatch", "check_delay"]
+T = TypeVar("T")
+
+__all__ = ["LazyView", "Message", "MessageBatch", "check_delay"]
 
 log = logging.getLogger("sqsbatch")
 MAX_DELAY_SECONDS = 86_400
@@ -171,7 +173,7 @@ class MessageBatch:
 
     def _settled(self) -> Sequence[Settled]:
         """What settlement needs of each message, read only for the messages it looks at."""
-        return _SettledView(self._deliveries)
+        return LazyView(self._deliveries, _settled)
 
     def __len__(self) -> int:
         return len(self.messages)
@@ -180,23 +182,27 @@ class MessageBatch:
         return f"<MessageBatch queue={self.queue!r} size={len(self)}>"
 
 
-class _SettledView(Sequence[Settled]):
-    """`Settled` per delivery, built when asked for: an all-acked batch reads none."""
+class LazyView(Sequence[T]):
+    """`read(item)` per item of `items`, computed when asked for: an all-acked batch reads none."""
 
-    __slots__ = ("_deliveries",)
+    __slots__ = ("_items", "_read")
 
-    def __init__(self, deliveries: Sequence[_Delivery]) -> None:
-        self._deliveries = deliveries
+    def __init__(self, items: Sequence[_Delivery], read: Callable[[_Delivery], T]) -> None:
+        self._items = items
+        self._read = read
 
     def __len__(self) -> int:
-        return len(self._deliveries)
+        return len(self._items)
 
     @overload
-    def __getitem__(self, index: int) -> Settled: ...
+    def __getitem__(self, index: int) -> T: ...
     @overload
-    def __getitem__(self, index: slice) -> Sequence[Settled]: ...
-    def __getitem__(self, index: int | slice) -> Settled | Sequence[Settled]:
+    def __getitem__(self, index: slice) -> Sequence[T]: ...
+    def __getitem__(self, index: int | slice) -> T | Sequence[T]:
         if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        d = self._deliveries[index]
-        return Settled(d.attempts, d.received_at, d.group_id)
+            return [self._read(item) for item in self._items[index]]
+        return self._read(self._items[index])
+
+
+def _settled(delivery: _Delivery) -> Settled:
+    return Settled(delivery.attempts, delivery.received_at, delivery.group_id)
