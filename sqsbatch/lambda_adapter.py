@@ -106,6 +106,9 @@ class LambdaAdapter:
         self, event: Mapping[str, Any], context: LambdaContext | None = None
     ) -> BatchResponse:
         parsed = parse_event(event, endpoint_url=self._endpoint())
+        set_aside = _set_aside(parsed)
+        if not parsed.records:
+            return {"batchItemFailures": [{"itemIdentifier": mid} for mid in set_aside]}
         sqs = self._door()
         settings = self._settings_for(sqs, parsed.queue_url)
         config = settings.config
@@ -119,7 +122,7 @@ class LambdaAdapter:
             received = split_deliveries(
                 records, queue_url=parsed.queue_url, wall_now=wall_now, limits=self._limits
             )
-        listed = []
+        listed = set_aside
         if received.postpone is not None:
             listed += self._postpone(sqs, received.postpone, parsed)
         if received.deliveries:
@@ -321,6 +324,20 @@ def _dead_letter_url(queue_url: str, config: ConsumerConfig) -> str | None:
     if dlq is None or is_url(dlq):
         return dlq
     return f"{queue_url.rsplit('/', 1)[0]}/{dlq}"
+
+
+def _set_aside(parsed: ParsedEvent) -> list[str]:
+    """The message ids of the records set aside, each logged with why: they are reported, so
+    Lambda leaves them on the queue, which dead-letters them after its maxReceiveCount."""
+    for entry in parsed.set_aside:
+        log.warning(
+            "%s: message %s set aside, not handled: %s; reported in batchItemFailures (SQS "
+            "redelivers it, and moves it to the dead-letter queue after maxReceiveCount)",
+            queue_name(parsed.queue_url),
+            entry.message_id,
+            entry.reason,
+        )
+    return [entry.message_id for entry in parsed.set_aside]
 
 
 def _remaining(context: LambdaContext | None) -> float | None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import repeat
 from operator import itemgetter
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 from sqsbatch.envelope import (
     ATTRIBUTE,
@@ -36,6 +36,7 @@ __all__ = [
     "ParsedEvent",
     "RecordDelivery",
     "Report",
+    "SetAside",
     "deliveries",
     "handler_budget",
     "parse_event",
@@ -60,15 +61,28 @@ class BatchResponse(TypedDict):
 
 
 @dataclass(frozen=True)
+class SetAside:
+    """A record malformed in itself: it is reported in `batchItemFailures` and never handled."""
+
+    index: int
+    message_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class ParsedEvent:
     queue_arn: str
     queue_url: str
     records: list[Mapping[str, Any]]
-    """The event's records, checked, as Lambda gives them."""
+    """The event's well-formed records, checked, as Lambda gives them."""
     first_receive: float
-    """Epoch seconds no later than any of these receives (for the 12-hour ceiling)."""
+    """Epoch seconds no later than any of these receives (for the 12-hour ceiling); 0 when
+    every record was set aside."""
     plain: bool = False
     """No record has message attributes: none carries sqsbatch's (none is a delay hop)."""
+    set_aside: tuple[SetAside, ...] = ()
+    """Records malformed in themselves (bad attributes, no receipt handle, a body that is not
+    text...), each with its reason: they are not handled, only reported."""
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -82,10 +96,13 @@ class ParsedEvent:
 
 
 def parse_event(event: object, *, endpoint_url: str | None = None) -> ParsedEvent:
-    """The messages of an SQS event from one queue; `EventError` naming what is wrong.
+    """The messages of an SQS event from one queue, less the records set aside.
 
     A well-formed event is checked in bulk (a pass per field, in C); only when that finds
-    something does each record get its own check, which names the first record at fault.
+    something does each record get its own check, which sets aside, with a one-line reason,
+    each record malformed in itself. `EventError` for an event that is not one SQS batch of
+    one queue, and for a record that cannot be reported on its own (not a mapping, not from
+    SQS, no messageId): Lambda then retries the whole batch, none of it lost.
     """
     if not isinstance(event, Mapping):
         raise EventError(f"not an SQS event: a {type(event).__name__}, not a mapping")
@@ -93,16 +110,17 @@ def parse_event(event: object, *, endpoint_url: str | None = None) -> ParsedEven
     if not isinstance(records, list) or not records:
         raise EventError("not an SQS event: no Records list (or an empty one)")
     checked = _checked_in_bulk(records)
-    if checked is None:
-        checked = (*_checked_one_by_one(records), False)
-    arn, first_receive, plain = checked
-    return ParsedEvent(
-        queue_arn=arn,
-        queue_url=queue_url_from_arn(arn, endpoint_url),
-        records=records,
-        first_receive=first_receive,
-        plain=plain,
-    )
+    if checked is not None:
+        arn, first_receive, plain = checked
+        url = queue_url_from_arn(arn, endpoint_url)
+        return ParsedEvent(arn, url, records, first_receive, plain)
+    arn, good, set_aside = _checked_one_by_one(records)
+    url = queue_url_from_arn(arn, endpoint_url)
+    if url.endswith(".fifo"):
+        good, set_aside = _behind_set_aside(records, good, set_aside)
+    kept = [records[index] for index in good]
+    first = min((_receive_evidence(r["attributes"]) for r in kept), default=0.0)
+    return ParsedEvent(arn, url, kept, first, False, tuple(set_aside))
 
 
 _GET_SOURCE = itemgetter("eventSource")
@@ -130,9 +148,12 @@ def _checked_in_bulk(records: list[Any]) -> tuple[str, float, bool] | None:
     arn, firsts, users = found
     plain = not any(users)
     if not plain:
-        for index, user in enumerate(users):
-            if user:
-                _checked_attributes(f"record {index}", user)
+        try:
+            for index, user in enumerate(users):
+                if user:
+                    _checked_attributes(f"record {index}", user)
+        except EventError:
+            return None
     if len(set(map(len, firsts))) == 1 and all(map(str.isascii, firsts)):
         return arn, int(min(firsts)) / 1000, plain  # digits of one length: least string, least
     return arn, min(map(int, firsts)) / 1000, plain
@@ -144,6 +165,8 @@ def _well_formed(records: list[Any]) -> tuple[str, list[str], list[Any]] | None:
     arns = set(map(_GET_ARN, records))
     attributes = list(map(_GET_ATTRIBUTES, records))
     firsts = list(map(_GET_FIRST, attributes))  # Lambda's records always have it
+    counts = list(map(_GET_COUNT, attributes))
+    sents = list(map(_GET_SENT, attributes))
     users = list(map(_GET_USER_ATTRIBUTES, records))  # and this, if only {}
     well_formed = (
         set(map(_GET_SOURCE, records)) == {"aws:sqs"}
@@ -153,23 +176,96 @@ def _well_formed(records: list[Any]) -> tuple[str, list[str], list[Any]] | None:
         and all(map(str.__len__, map(_GET_ID, records)))
         and all(map(str.__len__, map(_GET_RECEIPT, records)))
         and set(map(type, map(_GET_BODY, records))) == {str}
-        and all(map(str.isdigit, map(_GET_COUNT, attributes)))
-        and all(map(str.isdigit, map(_GET_SENT, attributes)))
-        and all(map(str.isdigit, firsts))
+        and all(map(str.isdecimal, counts))
+        and all(map(str.isdecimal, sents))
+        and all(map(str.isdecimal, firsts))
+        # as numbers: a count int() reads, epochs in ms that a datetime holds
+        and max(map(len, counts)) < _MAX_DIGITS
+        and max(map(len, sents)) < _MAX_DIGITS
+        and max(map(len, firsts)) < _MAX_DIGITS
     )
     return (arns.pop(), firsts, users) if well_formed else None
 
 
-def _checked_one_by_one(records: list[Any]) -> tuple[str, float]:
-    arns = [_checked_record(index, record) for index, record in enumerate(records)]
-    queues = sorted(set(arns))
+def _checked_one_by_one(records: list[Any]) -> tuple[str, list[int], list[SetAside]]:
+    """(queue ARN, indexes of well-formed records, records set aside); `EventError` for what
+    cannot be reported record by record."""
+    arns: set[str] = set()
+    good: list[int] = []
+    set_aside: list[SetAside] = []
+    for index, record in enumerate(records):
+        message_id = _reportable_id(index, record)
+        arn = record.get("eventSourceARN")
+        if isinstance(arn, str) and arn:
+            arns.add(arn)
+        try:
+            _checked_record(index, cast(Mapping[str, Any], record))
+        except EventError as exc:
+            set_aside.append(SetAside(index, message_id, str(exc)))
+        else:
+            good.append(index)
+    queues = sorted(arns)
     if len(queues) > 1:
         raise EventError(
             f"records from {len(queues)} queues in one event ({', '.join(queues)}): "
             "sqsbatch settles one queue per batch; give each queue its own function"
         )
-    first = min(_receive_evidence(record["attributes"]) for record in records)
-    return queues[0], first
+    if not queues:
+        raise EventError("not an SQS event: no record has an eventSourceARN")
+    return queues[0], good, set_aside
+
+
+def _reportable_id(index: int, record: object) -> str:
+    """The record's messageId, or an `EventError`: without one it cannot be reported alone."""
+    where = f"record {index}"
+    if not isinstance(record, Mapping):
+        raise EventError(f"{where} is a {type(record).__name__}, not a mapping")
+    source = record.get("eventSource")
+    if source != "aws:sqs":
+        raise EventError(f"{where} comes from {source!r}, not 'aws:sqs'")
+    message_id = record.get("messageId")
+    if not isinstance(message_id, str) or not message_id:
+        raise EventError(
+            f"{where} has no messageId (a non-empty string): it cannot be reported alone, "
+            "so the whole batch is refused (Lambda retries it)"
+        )
+    return message_id
+
+
+def _behind_set_aside(
+    records: list[Any], good: list[int], set_aside: list[SetAside]
+) -> tuple[list[int], list[SetAside]]:
+    """On a FIFO queue, a record is not handled after a record of its group was set aside (a
+    record set aside whose group cannot be read holds back every later record)."""
+    if not set_aside:
+        return good, set_aside
+    first = {entry.index: _group_of(records[entry.index]) for entry in set_aside}
+    kept: list[int] = []
+    held = list(set_aside)
+    for index in good:
+        earlier = [i for i, group in first.items() if i < index]
+        group = _group_of(records[index])
+        blocking = [i for i in earlier if first[i] is None or first[i] == group]
+        if blocking:
+            reason = f"record {index} is behind record {blocking[0]}, set aside, of its group"
+            held.append(SetAside(index, str(records[index]["messageId"]), reason))
+        else:
+            kept.append(index)
+    return kept, sorted(held, key=lambda entry: entry.index)
+
+
+def _group_of(record: Mapping[str, Any]) -> str | None:
+    attributes = record.get("attributes")
+    group = attributes.get("MessageGroupId") if isinstance(attributes, Mapping) else None
+    return group if isinstance(group, str) else None
+
+
+_MAX_DIGITS = 15
+"""Fewer digits: an epoch in milliseconds before the year 5138, which a datetime holds."""
+
+
+def _is_epoch_ms(text: str) -> bool:
+    return text.isdecimal() and len(text) < _MAX_DIGITS
 
 
 def queue_url_from_arn(arn: str, endpoint_url: str | None = None) -> str:
@@ -324,28 +420,25 @@ def _envelope_of(user: Mapping[str, Any]) -> Envelope:
     return read_envelope(str(ours["stringValue"])) or FOREIGN
 
 
-def _checked_record(index: int, record: object) -> str:
-    """The record's queue ARN, or an `EventError` naming what is wrong with it."""
+def _checked_record(index: int, record: Mapping[str, Any]) -> None:
+    """Nothing, or an `EventError` naming what is wrong with a record that has a messageId."""
     where = f"record {index}"
-    if not isinstance(record, Mapping):
-        raise EventError(f"{where} is a {type(record).__name__}, not a mapping")
-    source = record.get("eventSource")
-    if source != "aws:sqs":
-        raise EventError(f"{where} comes from {source!r}, not 'aws:sqs'")
-    for key in ("messageId", "receiptHandle", "eventSourceARN"):
+    for key in ("receiptHandle", "eventSourceARN"):
         value = record.get(key)
         if not isinstance(value, str) or not value:
             raise EventError(f"{where} has no {key} (a non-empty string)")
     if not isinstance(record.get("body"), str):
         raise EventError(f"{where} has no body (a string)")
     attributes = record.get("attributes")
-    if not isinstance(attributes, Mapping) or not all(
-        isinstance(attributes.get(key), str) and attributes[key].isdigit()
-        for key in ("ApproximateReceiveCount", "SentTimestamp")
+    if not (
+        isinstance(attributes, Mapping)
+        and isinstance(attributes.get("ApproximateReceiveCount"), str)
+        and _is_epoch_ms(attributes["ApproximateReceiveCount"])
+        and isinstance(attributes.get("SentTimestamp"), str)
+        and _is_epoch_ms(attributes["SentTimestamp"])
     ):
         raise EventError(f"{where} needs attributes.ApproximateReceiveCount and SentTimestamp")
     _checked_attributes(where, record.get("messageAttributes") or {})
-    return str(record["eventSourceARN"])
 
 
 def _received(where: str, record: Mapping[str, Any]) -> dict[str, Any]:
@@ -394,4 +487,4 @@ def _binary(where: str, name: object, text: object) -> bytes:
 def _receive_evidence(attributes: Mapping[str, Any]) -> float:
     """Epoch seconds no later than this receive: the first receive, else the send."""
     first = str(attributes.get("ApproximateFirstReceiveTimestamp", ""))
-    return int(first if first.isdigit() else attributes["SentTimestamp"]) / 1000
+    return int(first if _is_epoch_ms(first) else attributes["SentTimestamp"]) / 1000

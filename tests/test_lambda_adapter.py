@@ -124,8 +124,8 @@ def test_a_malformed_or_multi_queue_event_raises_a_clear_error(sqs: Any, name: s
         function({"Records": records}, None)
     with pytest.raises(EventError, match="not 'aws:sqs'"):
         function({"Records": [{**records[0], "eventSource": "aws:sns"}]}, None)
-    with pytest.raises(EventError, match="no receiptHandle"):
-        function({"Records": [{**records[0], "receiptHandle": ""}]}, None)
+    with pytest.raises(EventError, match=r"no messageId .* cannot be reported alone"):
+        function({"Records": [{**records[0], "messageId": ""}]}, None)
 
 
 def test_retries_change_visibility_before_returning(sqs: Any, name: str) -> None:

@@ -14,6 +14,7 @@ from sqsbatch.envelope import ATTRIBUTE, Envelope, decode
 from sqsbatch.lambda_event import (
     _checked_in_bulk,
     _checked_one_by_one,
+    _receive_evidence,
     deliveries,
     handler_budget,
     parse_event,
@@ -75,20 +76,60 @@ def test_records_become_received_messages_that_decode_like_a_receive() -> None:
         ({"Records": [record(eventSource="aws:kinesis")]}, "'aws:kinesis', not 'aws:sqs'"),
         ({"Records": [record(messageId="")]}, "record 0 has no messageId"),
         ({"Records": [record(0), record(1, messageId=None)]}, "record 1 has no messageId"),
-        ({"Records": [record(receiptHandle=None)]}, "no receiptHandle"),
-        ({"Records": [record(body=None)]}, "no body"),
-        ({"Records": [record(attributes={})]}, "ApproximateReceiveCount"),
         ({"Records": [record(eventSourceARN="arn:aws:sns:x:1:t")]}, "not an SQS queue ARN"),
-        ({"Records": [record(messageAttributes={"a": {"stringValue": "x"}})]}, "no dataType"),
-        (
-            {"Records": [record(messageAttributes={"a": {"binaryValue": "@@", "dataType": "B"}})]},
-            "not base64",
-        ),
+        ({"Records": [record(eventSourceARN=None)]}, "no record has an eventSourceARN"),
     ],
 )
 def test_a_malformed_event_is_refused_naming_what_is_wrong(event: Any, says: str) -> None:
     with pytest.raises(EventError, match=says):
         parse_event(event)
+
+
+@pytest.mark.parametrize(
+    ("fault", "says"),
+    [
+        ({"receiptHandle": None}, "record 1 has no receiptHandle"),
+        ({"body": None}, "record 1 has no body"),
+        ({"eventSourceARN": None}, "record 1 has no eventSourceARN"),
+        ({"attributes": {}}, "ApproximateReceiveCount"),
+        ({"attributes": {"ApproximateReceiveCount": "1", "SentTimestamp": "9" * 20}}, "Sent"),
+        ({"messageAttributes": {"a": {"stringValue": "x"}}}, "no dataType"),
+        ({"messageAttributes": {"a": {"binaryValue": "@@", "dataType": "B"}}}, "not base64"),
+        ({"messageAttributes": ["x"]}, "messageAttributes is not a mapping"),
+    ],
+)
+def test_a_record_malformed_in_itself_is_set_aside_naming_what_is_wrong(
+    fault: dict[str, Any], says: str
+) -> None:
+    # Given an event whose second record is malformed
+    records = [record(0), record(1, **fault), record(2)]
+    # When parsed
+    parsed = parse_event({"Records": records})
+    # Then that record alone is set aside, with its reason; the others are kept
+    assert [r["messageId"] for r in parsed.records] == ["m0", "m2"]
+    [aside] = parsed.set_aside
+    assert (aside.index, aside.message_id) == (1, "m1")
+    assert says in aside.reason and "\n" not in aside.reason
+
+
+def test_on_a_fifo_queue_a_record_behind_one_set_aside_of_its_group_is_held_back() -> None:
+    fifo = ARN + ".fifo"
+
+    def grouped(i: int, group: str, **fields: Any) -> dict[str, Any]:
+        one = record(i, eventSourceARN=fifo, **fields)
+        one["attributes"] = {**one["attributes"], "MessageGroupId": group}
+        return one
+
+    # Given a FIFO event where record 1 of group a is malformed
+    records = [grouped(0, "a"), grouped(1, "a", body=None), grouped(2, "b"), grouped(3, "a")]
+    # When parsed
+    parsed = parse_event({"Records": records})
+    # Then the later record of group a is held back too, group b goes on
+    assert [r["messageId"] for r in parsed.records] == ["m0", "m2"]
+    assert [(a.message_id, "behind" in a.reason) for a in parsed.set_aside] == [
+        ("m1", False),
+        ("m3", True),
+    ]
 
 
 def test_records_from_several_queues_are_refused() -> None:
@@ -217,13 +258,16 @@ def test_the_bulk_check_finds_what_the_record_by_record_check_finds(seed: int) -
     bulk = _checked_in_bulk(records)
     # Then both find the same queue and first receive
     assert bulk is not None
-    assert bulk == (*_checked_one_by_one(records), True)
+    queue, good, set_aside = _checked_one_by_one(records)
+    assert (good, set_aside) == (list(range(30)), [])
+    first = min(_receive_evidence(one["attributes"]) for one in records)
+    assert bulk == (queue, first, True)
     # And a record the bulk check cannot vouch for gets a closer look, and its one-line error
     broken = rng.randrange(30)
     records[broken] = record(broken, body=None)
     assert _checked_in_bulk(records) is None
-    with pytest.raises(EventError, match=f"record {broken} has no body"):
-        parse_event({"Records": records})
+    [aside] = parse_event({"Records": records}).set_aside
+    assert aside.reason == f"record {broken} has no body (a string)"
 
 
 def random_calls(rng: random.Random, batch: MessageBatch) -> None:
