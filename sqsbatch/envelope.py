@@ -109,13 +109,13 @@ class Envelope:
         """The envelope in `raw`, or None when it is not one of ours (a foreign attribute)."""
         try:
             data = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
             return None
         if not isinstance(data, dict) or data.get("v") != VERSION:
             return None
         try:
             return cls._from_data(data)
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             return None  # corrupt: read as a foreign message rather than crash a consumer
 
     @classmethod
@@ -124,15 +124,15 @@ class Envelope:
         content_type = data.get("ct", "text")
         return cls(
             id=_optional(str, data.get("id")),
-            timestamp=_optional(float, data.get("ts")),
+            timestamp=_epoch(data.get("ts")),
             content_type=content_type if content_type in CONTENT_TYPES else "text",
             base_attempts=int(data.get("a", 0)),
             redrives=int(data.get("rd", 0)),
             source_queue=_optional(str, data.get("q")),
-            error=ErrorInfo(str(error["type"]), str(error["message"]), float(error["at"]))
+            error=ErrorInfo(str(error["type"]), str(error["message"]), _seconds(error["at"]))
             if isinstance(error, dict)
             else None,
-            due_at=_optional(float, data.get("due")),
+            due_at=_epoch(data.get("due")),
         )
 
     def failed(self, exc_type: str, message: str, *, at: float) -> Envelope:
@@ -202,10 +202,7 @@ def encode_attributes(
         )
     encoded: dict[str, AttributeValue] = {}
     for name, value in attributes.items():
-        if name == ATTRIBUTE or name.lower().startswith(_RESERVED_PREFIXES):
-            raise MessageError(f"message attribute name {name!r} is reserved")
-        if not _ATTRIBUTE_NAME.match(name):
-            raise MessageError(f"message attribute name {name!r} is invalid for SQS")
+        _check_name(name)
         if isinstance(value, Mapping):
             encoded[name] = _boto3_attribute(name, value)  # as copied from boto3 code
         elif isinstance(value, bool) or not isinstance(value, str | bytes | int | float):
@@ -220,6 +217,15 @@ def encode_attributes(
         else:
             encoded[name] = {"DataType": "Number", "StringValue": repr(value)}
     return encoded
+
+
+def _check_name(name: object) -> None:
+    if not isinstance(name, str):
+        raise MessageError(f"message attribute name {name!r} is not a str")
+    if name == ATTRIBUTE or name.lower().startswith(_RESERVED_PREFIXES):
+        raise MessageError(f"message attribute name {name!r} is reserved")
+    if not _ATTRIBUTE_NAME.match(name):
+        raise MessageError(f"message attribute name {name!r} is invalid for SQS")
 
 
 def _boto3_attribute(name: str, value: Mapping[str, Any]) -> AttributeValue:
@@ -310,6 +316,22 @@ def carry(message: DecodedMessage) -> Envelope:
 
 def _optional(kind: type[T], value: object) -> T | None:
     return None if value is None else kind(value)  # type: ignore[call-arg]
+
+
+_LAST_EPOCH = 253_402_300_799.0
+"""The end of the year 9999: the last second a datetime holds."""
+
+
+def _seconds(value: object) -> float:
+    """Epoch seconds a datetime can hold, or ValueError (NaN, infinity, out of range)."""
+    seconds = float(value)  # type: ignore[arg-type]
+    if not 0 <= seconds <= _LAST_EPOCH:
+        raise ValueError(f"{value!r} is not an epoch in seconds")
+    return seconds
+
+
+def _epoch(value: object) -> float | None:
+    return None if value is None else _seconds(value)
 
 
 def decode_body(text: str, content_type: ContentType) -> Any:
