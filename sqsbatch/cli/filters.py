@@ -36,14 +36,20 @@ def parse_filters(expressions: Sequence[str]) -> Select | None:
 
 def parse_filter(expression: str) -> Select:
     """The predicate for one expression; `typer.BadParameter` when it cannot be one."""
-    if expression.startswith("!"):
-        inner = parse_filter(expression[1:])
+    positive = expression.lstrip("!")
+    if (len(expression) - len(positive)) % 2 == 1:  # an odd number of `!`: not EXPR
+        inner = _positive(positive, expression)
         return lambda message: not inner(message)
+    return _positive(positive, expression)
+
+
+def _positive(expression: str, given: str) -> Select:
+    """The predicate for an expression without a leading `!` (`given` is what was typed)."""
     kind, sep, rest = expression.partition(":")
     if not sep or kind not in ("body", "re", "attr", "error"):
         kind, rest = "body", expression
     if not rest:
-        raise typer.BadParameter(f"--filter {expression!r} is empty after the prefix")
+        raise typer.BadParameter(f"--filter {given!r} is empty after the prefix")
     if kind == "re":
         return _regex(rest)
     if kind == "attr":
