@@ -5,7 +5,8 @@ most 10 entries (and 1 MiB for sends) per queue and operation, and reads each re
 entry: `Successful` entries are done, `Failed` ones are retried when SQS says the fault is not the
 sender's, counted as gone when the receipt handle no longer holds, and failed otherwise. The
 shells only execute `next_calls()` and feed the responses back, so every front end batches and
-reconciles the same way.
+reconciles the same way. SQS's message for a failed entry is kept `redact`ed (it may quote the
+entry's receipt handle in full), as `transport.translate` does for a failed call.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
+from sqsbatch.transport import redact
 
 __all__ = ["GONE_CODES", "BatchRun", "Call", "Entry", "EntryResult"]
 
@@ -135,7 +137,10 @@ class BatchRun:
 
     def _failed(self, op: str, entry: Entry, item: Mapping[str, Any]) -> None:
         code = str(item.get("Code", "Unknown"))
-        result = EntryResult(entry.key, False, code=code, message=item.get("Message"))
+        message = item.get("Message")
+        result = EntryResult(
+            entry.key, False, code=code, message=redact(str(message)) if message else None
+        )
         self.results[entry.key] = result
         if op in _RECEIPT_OPS and code in GONE_CODES:
             return

@@ -67,15 +67,16 @@ def send_entry(
 ) -> Entry:
     """A `SendMessageBatch` entry, checked against SQS's rules before any call."""
     attributes = {**message.attributes, META: message.envelope.to_attribute()}
+    who = message.envelope.id or key  # a copy names its message's id; a new message, its index
     if len(attributes) > limits.max_attributes:
         raise MessageError(
-            f"message {key} has {len(attributes) - 1} message attributes: with sqsbatch's it "
+            f"message {who} has {len(attributes) - 1} message attributes: with sqsbatch's it "
             f"would be {len(attributes)}, and SQS allows {limits.max_attributes}"
         )
     size = payload_size(message.body, attributes)
     if size > limits.max_payload_bytes:
         raise MessageError(
-            f"message {key} is {size} bytes with its attributes: "
+            f"message {who} is {size} bytes with its attributes: "
             f"SQS accepts at most {limits.max_payload_bytes}"
         )
     params: dict[str, Any] = {"MessageBody": message.body, "MessageAttributes": attributes}

@@ -3,11 +3,16 @@
 botocore's exceptions are translated here, and only here, into the tree of `sqsbatch.errors`
 (most specific class first, `raise ... from` so the original stays on `__cause__`). Request
 parameters are built here too, once for the sync and the async shells.
+
+What SQS says goes through `redact` on its way into our errors and log lines: SQS quotes a
+refused receipt handle in full ('The input receipt handle "AQEB..." is not a valid receipt
+handle.'), and a receipt handle lets whoever holds it delete or hide the message.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -34,6 +39,7 @@ __all__ = [
     "is_transient",
     "queue_name",
     "receive_params",
+    "redact",
     "sqs_errors",
     "translate",
 ]
@@ -54,6 +60,15 @@ _BAD_CREDENTIALS = frozenset(
 )
 _PERMANENT = frozenset({"AccessDenied", "AccessDeniedException", "InvalidAddress", "InvalidAction"})
 _NETWORK = (EndpointConnectionError, ConnectionClosedError, ReadTimeoutError, ConnectTimeoutError)
+_RECEIPT_LIKE = re.compile(r"[A-Za-z0-9+/=_-]{96,}")
+"""A receipt handle (SQS's are hundreds of base64 characters; moto's 185 letters): longer than
+any queue name (80), message id (36) or MD5 that an error message may quote."""
+
+
+def redact(text: str) -> str:
+    """`text` with every receipt handle in it cut to its first 8 and last 4 characters
+    (`AQEBzx1c…k3Q=`): enough to tell two apart in a log, not enough to use one."""
+    return _RECEIPT_LIKE.sub(lambda found: f"{found[0][:8]}…{found[0][-4:]}", text)
 
 
 def client_config(*, max_pool_connections: int = 10) -> Config:
@@ -102,16 +117,16 @@ def translate(exc: BaseException, *, queue: str | None = None) -> SqsBatchError:
     if isinstance(exc, ClientError):
         error = exc.response.get("Error", {})
         code = str(error.get("Code", "Unknown"))
-        message = str(error.get("Message", "")) or code
+        message = redact(str(error.get("Message", ""))) or code
         if code in _QUEUE_MISSING:
             return QueueNotFound(f"queue does not exist{where}", code=code)
         if code in _BAD_CREDENTIALS:
             return CredentialsError(f"AWS refused the credentials{where}: {message}", code=code)
         return SqsError(f"SQS error {code}{where}: {message}", code=code)
     if isinstance(exc, _NETWORK):
-        return SqsError(f"cannot reach SQS{where}: {exc}", code="NetworkError")
+        return SqsError(f"cannot reach SQS{where}: {redact(str(exc))}", code="NetworkError")
     if isinstance(exc, BotoCoreError):
-        return SqsError(f"SQS client error{where}: {exc}", code=type(exc).__name__)
+        return SqsError(f"SQS client error{where}: {redact(str(exc))}", code=type(exc).__name__)
     raise TypeError(f"not a botocore error: {exc!r}")
 
 
