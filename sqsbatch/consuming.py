@@ -389,11 +389,20 @@ def sent_keys(first: BatchRun) -> set[str]:
     return {result.key for result in first.ok() if result.key.startswith("s")}
 
 
-def refusals(*runs: BatchRun, refused: Mapping[int, str] | None = None) -> list[tuple[int, str]]:
+def refusals(
+    *runs: BatchRun, refused: Mapping[int, str] | None = None, batch: MessageBatch | None = None
+) -> list[tuple[int, str]]:
     """(log level, text) per entry SQS refused, or copy it would refuse; an expired receipt is
-    no error of ours."""
+    no error of ours. Given the `batch`, each text names its message's id (never its body)."""
+
+    def about(key: str) -> str:
+        return "" if batch is None else f"message {batch.messages[int(key[1:])].id}: "
+
     found = [
-        (logging.INFO if result.gone else logging.ERROR, f"{result.code} {result.message or ''}")
+        (
+            logging.INFO if result.gone else logging.ERROR,
+            f"{about(result.key)}{result.code} {result.message or ''}",
+        )
         for run in runs
         for result in run.failed()
     ]

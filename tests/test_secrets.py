@@ -12,6 +12,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +22,14 @@ from typer.testing import CliRunner
 
 from redrive import BackoffPolicy, Redriver
 from redrive import cli as redrive_cli
-from sqsbatch import Consumer, ConsumerConfig, Producer, create_queue
+from sqsbatch import Consumer, ConsumerConfig, MessageBatch, Producer, create_queue
+from sqsbatch.calls import BatchRun, Entry
 from sqsbatch.cli.app import app
 from sqsbatch.cli.common import Connection
+from sqsbatch.consuming import refusals, split_received
 from sqsbatch.limits import SqsLimits
 from sqsbatch.local import LocalSqs
+from sqsbatch.sqs_sync import SyncSqs
 from sqsbatch.transport import redact, translate
 from tests.test_redrive_support import dead_letter, make_queues
 
@@ -42,6 +46,7 @@ WRAPPER = """
 import os, sys
 
 from sqsbatch.cli.common import Connection
+from sqsbatch.consuming import refusals, split_received
 
 def client(self, **_):
     secret = os.environ["AWS_SECRET_ACCESS_KEY"]  # a local a locals panel would show
@@ -305,3 +310,30 @@ def test_a_dead_letter_copy_too_big_to_send_is_logged_by_id_not_body(
     assert [r.levelno for r in refused] == [logging.ERROR]
     assert f"message {message_id} is " in refused[0].getMessage()
     assert "SECRET-BODY" not in logged(caplog) and "s3cr3t" not in logged(caplog)
+
+
+def test_refusals_name_each_refused_entry_s_message_id_given_the_batch(sqs: Any, name: str) -> None:
+    """Given received messages whose receipts SQS refuses (the queue was purged), the refusal
+    lines name each message's id and neither its body nor its whole receipt handle."""
+    create_queue(name, client=sqs)
+    url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
+    Producer(name, client=sqs).send_batch([{"body": BODY + "-1"}, {"body": BODY + "-2"}])
+    raw = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=30)
+    received = split_received(
+        raw["Messages"], queue_url=url, received_at=0.0, visibility=30, wall_now=time.time()
+    )
+    batch = MessageBatch(name, received.deliveries)
+    sqs.purge_queue(QueueUrl=url)
+    deletes = [
+        Entry(f"d{i}", "delete_message_batch", url, {"ReceiptHandle": m["ReceiptHandle"]})
+        for i, m in enumerate(raw["Messages"])
+    ]
+    run = SyncSqs(sqs).execute(BatchRun(deletes))
+    lines = [text for _, text in refusals(run, batch=batch)]
+    assert sorted(line.split(":")[0] for line in lines) == sorted(
+        f"message {m.id}" for m in batch.messages
+    )
+    text = "\n".join(lines)
+    assert "s3cr3t" not in text
+    assert all(m["ReceiptHandle"] not in text for m in raw["Messages"])
+    assert all(line.startswith("ReceiptHandleIsInvalid") for _, line in refusals(run))
