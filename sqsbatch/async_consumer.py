@@ -371,7 +371,7 @@ class AsyncConsumer:
             BatchRun(plan.settlement.second(sent), limits=self._limits)
         )
         counts = tally(plan, first, second)
-        for level, text in refusals(first, second, refused=plan.settlement.refused):
+        for level, text in refusals(first, second, refused=plan.settlement.refused, batch=batch):
             log.log(level, "settling on %s: %s", self.queue, text)
         for line in drops(batch, plan):
             log.warning("%s", line)

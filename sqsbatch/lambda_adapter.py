@@ -191,7 +191,7 @@ class LambdaAdapter:
         decided = report(plan.kinds, {int(key[1:]) for key in sent}, groups, fifo=fifo)
         deletes = [e for e in plan.settlement.second(sent) if int(e.key[1:]) in decided.delete]
         second = sqs.execute(BatchRun(deletes, limits=self._limits))
-        for level, text in refusals(first, second, refused=plan.settlement.refused):
+        for level, text in refusals(first, second, refused=plan.settlement.refused, batch=batch):
             log.log(level, "settling on %s: %s", batch.queue, text)
         for line in drops(batch, plan):
             log.warning("%s", line)

@@ -240,7 +240,7 @@ def test_the_poller_logs_a_refused_delete_without_the_handle(
 ) -> None:
     create_queue(name, client=sqs)
     url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
-    Producer(name, client=sqs).send("m1")
+    message_id = Producer(name, client=sqs).send("m1")
     client = Forgetful(sqs, url, "delete_message_batch")
     config = ConsumerConfig(max_batch_timeout=0)
     consumer = Consumer(name, lambda batch: None, config, client=client)
@@ -250,6 +250,7 @@ def test_the_poller_logs_a_refused_delete_without_the_handle(
     text = logged(caplog)
     assert "ReceiptHandleIsInvalid" in text and f"{handle[:8]}…{handle[-4:]}" in text
     assert handle not in text
+    assert f"message {message_id}: ReceiptHandleIsInvalid" in text  # the settle line names it
     assert consumer.stats.as_dict()["expired_receipts"] == 1
 
 
