@@ -12,6 +12,7 @@ from typer.testing import CliRunner, Result
 from sqsbatch import Consumer, ConsumerConfig, MessageBatch, Producer, create_queue
 from sqsbatch.cli.app import app
 from sqsbatch.local import LocalSqs
+from tests.cli_results import ok, one_line_error
 from tests.sqs_helpers import depth, drain
 
 runner = CliRunner()
@@ -27,20 +28,6 @@ def cli(local_sqs: LocalSqs) -> Any:
         )
 
     return invoke
-
-
-def ok(result: Result) -> Result:
-    assert result.exit_code == 0, result.output
-    return result
-
-
-def one_line_error(result: Result, code: int, *words: str) -> None:
-    assert result.exit_code == code, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    assert "Traceback" not in result.output
-    for word in words:
-        assert word in lines[0]
 
 
 def test_create_then_queues_shows_depths_dlq_link_and_max_retries(cli: Any, name: str) -> None:

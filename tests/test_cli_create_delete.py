@@ -11,6 +11,7 @@ from typer.testing import CliRunner, Result
 from sqsbatch import create_queue
 from sqsbatch.cli.app import app
 from sqsbatch.local import LocalSqs
+from tests.cli_results import ok
 
 runner = CliRunner()
 
@@ -21,11 +22,6 @@ def cli(local_sqs: LocalSqs) -> Any:
         return runner.invoke(app, ["--endpoint-url", local_sqs.endpoint_url, *args], input=input)
 
     return invoke
-
-
-def ok(result: Result) -> Result:
-    assert result.exit_code == 0, result.output
-    return result
 
 
 def exists(sqs: Any, name: str) -> bool:

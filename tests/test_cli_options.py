@@ -14,7 +14,7 @@ from typing import Any
 
 import boto3
 import pytest
-from typer.testing import CliRunner, Result
+from typer.testing import CliRunner
 
 from redrive import cli as redrive_cli
 from sqsbatch import __version__, create_queue
@@ -24,18 +24,11 @@ from sqsbatch.cli.options import hoist
 from sqsbatch.errors import SqsError
 from sqsbatch.local import LOCAL_CREDENTIALS, LocalSqs
 from sqsbatch.transport import client_config, sqs_errors
+from tests.cli_results import one_line_error
 from tests.test_redrive_support import dead_letter, make_queues
 
 runner = CliRunner()
 BIN = Path(sys.executable).parent
-
-
-def one_line_error(result: Result, code: int, *words: str) -> str:
-    assert result.exit_code == code, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    assert all(word in lines[0] for word in words), lines[0]
-    return lines[0]
 
 
 def closed_port() -> int:

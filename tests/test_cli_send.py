@@ -16,6 +16,7 @@ from sqsbatch.cli.sending import Line, send_lines
 from sqsbatch.errors import SendError
 from sqsbatch.local import LocalSqs
 from sqsbatch.producer import MessageSendRequest, Producer
+from tests.cli_results import ok, one_line_error
 from tests.sqs_helpers import depth, drain
 
 runner = CliRunner()
@@ -27,18 +28,6 @@ def cli(local_sqs: LocalSqs) -> Any:
         return runner.invoke(app, [*args, "--endpoint-url", local_sqs.endpoint_url], input=input)
 
     return invoke
-
-
-def ok(result: Result) -> Result:
-    assert result.exit_code == 0, result.output
-    return result
-
-
-def one_line_error(result: Result, code: int, *words: str) -> None:
-    assert result.exit_code == code, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    assert all(word in lines[0] for word in words), lines[0]
 
 
 def bodies(sqs: Any, queue: str) -> list[str]:
