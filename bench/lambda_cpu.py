@@ -42,23 +42,21 @@ import gc
 import hashlib
 import importlib.metadata
 import json
-import os
 import platform
 import pstats
-import shlex
 import socket
 import statistics
-import subprocess
 import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
+from _local import Server, command, local_sqs
 
 from sqsbatch import ConsumerConfig, MessageBatch, lambda_handler
 from sqsbatch.envelope import Envelope
@@ -71,18 +69,6 @@ ACCOUNT = "123456789012"  # moto's default account: the ARN's queue URL is the l
 REGION = LOCAL_CREDENTIALS["AWS_DEFAULT_REGION"]
 ARN = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{QUEUE}"
 SERVER_LIFETIME_SECONDS = 900
-# The local SQS, in a child process: prints its endpoint, serves until its stdin closes (this
-# process ends) or SIGALRM (a bound on its lifetime) ends it.
-SERVER_CODE = """
-import json, signal, sys
-from sqsbatch import moto_speedup
-from sqsbatch.local import LocalSqs
-signal.alarm(int(sys.argv[1]))
-with LocalSqs() as server:
-    info = {"endpoint": server.endpoint_url, "speedup": moto_speedup.is_applied()}
-    print(json.dumps(info), flush=True)
-    sys.stdin.read()
-"""
 
 RecordHandler = Callable[[Any], None]
 
@@ -100,21 +86,6 @@ class Context:
 
     def get_remaining_time_in_millis(self) -> int:
         return 900_000
-
-
-@contextmanager
-def local_sqs() -> Iterator[dict[str, Any]]:
-    """A LocalSqs in a child process: {"endpoint", "speedup"}."""
-    args = [sys.executable, "-c", SERVER_CODE, str(SERVER_LIFETIME_SECONDS)]
-    child = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert child.stdout is not None
-        info: dict[str, Any] = json.loads(child.stdout.readline())
-        yield info
-    finally:
-        assert child.stdin is not None
-        child.stdin.close()
-        child.wait(timeout=30)
 
 
 def client(endpoint: str) -> Any:
@@ -375,7 +346,7 @@ def unreachable(args: argparse.Namespace) -> None:
         )
 
 
-def versions(info: Mapping[str, Any]) -> str:
+def versions(info: Server) -> str:
     names = ("sqsbatch", "aws-lambda-powertools", "boto3", "moto")
     found = []
     for name in names:
@@ -383,13 +354,8 @@ def versions(info: Mapping[str, Any]) -> str:
             found.append(f"{name} {importlib.metadata.version(name)}")
         except importlib.metadata.PackageNotFoundError:
             found.append(f"{name} missing")
-    speedup = "applied" if info["speedup"] else "not applied"
+    speedup = "applied" if info.speedup else "not applied"
     return f"Python {platform.python_version()}, {', '.join(found)}; moto speed-up {speedup}"
-
-
-def command() -> str:
-    exe = os.path.relpath(sys.executable)
-    return shlex.join([sys.executable if exe.startswith("..") else exe, *sys.argv])
 
 
 def main() -> None:
@@ -416,11 +382,11 @@ def main() -> None:
         "--unreachable", action="store_true", help="also invoke with SQS unreachable (slow)"
     )
     args = parser.parse_args()
-    with local_sqs() as info:
-        sqs = client(info["endpoint"])
+    with local_sqs(SERVER_LIFETIME_SECONDS) as info:
+        sqs = client(info.endpoint)
         sqs.create_queue(QueueName=QUEUE)
         print(versions(info))
-        print(f"bodies: {args.bodies}; local SQS in a child process at {info['endpoint']}")
+        print(f"bodies: {args.bodies}; local SQS in a child process at {info.endpoint}")
         scenario("all acked", sqs, args, retry_every=0)
         if args.retry_every:
             scenario(f"1 in {args.retry_every} retried", sqs, args, retry_every=args.retry_every)

@@ -35,10 +35,7 @@ import json
 import multiprocessing
 import os
 import platform
-import shlex
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -49,6 +46,7 @@ from urllib.parse import urlsplit
 
 import aioboto3
 import boto3
+from _local import Server, command, local_sqs
 
 from sqsbatch import AsyncConsumer, Consumer, ConsumerConfig, MessageBatch
 from sqsbatch.consuming import connections_for
@@ -57,18 +55,6 @@ from sqsbatch.transport import RECEIVE_SYSTEM_ATTRIBUTES, client_config
 
 REGION = LOCAL_CREDENTIALS["AWS_DEFAULT_REGION"]
 SERVER_LIFETIME_SECONDS = 1800
-# The local SQS, in a child process: prints its endpoint, serves until its stdin closes (this
-# process ends) or SIGALRM (a bound on its lifetime) ends it.
-SERVER_CODE = """
-import json, signal, sys
-from sqsbatch import moto_speedup
-from sqsbatch.local import LocalSqs
-signal.alarm(int(sys.argv[1]))
-with LocalSqs() as server:
-    info = {"endpoint": server.endpoint_url, "speedup": moto_speedup.is_applied()}
-    print(json.dumps(info), flush=True)
-    sys.stdin.read()
-"""
 CHUNK = 65536
 
 # -- the delaying proxy (its own process) ----------------------------------------------------
@@ -183,21 +169,6 @@ def delay_proxy(upstream: str, args: argparse.Namespace) -> Iterator[tuple[str, 
 
 
 # -- the local SQS ------------------------------------------------------------------------
-
-
-@contextmanager
-def local_sqs() -> Iterator[dict[str, Any]]:
-    """A LocalSqs in a child process: {"endpoint", "speedup"}."""
-    args = [sys.executable, "-c", SERVER_CODE, str(SERVER_LIFETIME_SECONDS)]
-    child = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert child.stdout is not None
-        info: dict[str, Any] = json.loads(child.stdout.readline())
-        yield info
-    finally:
-        assert child.stdin is not None
-        child.stdin.close()
-        child.wait(timeout=30)
 
 
 def credentials(endpoint: str) -> dict[str, Any]:
@@ -363,19 +334,14 @@ def report(table: list[Run], args: argparse.Namespace) -> None:
         )
 
 
-def versions(info: dict[str, Any]) -> str:
+def versions(info: Server) -> str:
     names = ("sqsbatch", "boto3", "aioboto3", "moto")
     found = [f"{name} {importlib.metadata.version(name)}" for name in names]
-    speedup = "applied" if info["speedup"] else "not applied"
+    speedup = "applied" if info.speedup else "not applied"
     return (
         f"Python {platform.python_version()}, {', '.join(found)}; {os.cpu_count()} CPUs; "
         f"moto speed-up {speedup}"
     )
-
-
-def command() -> str:
-    exe = os.path.relpath(sys.executable)
-    return shlex.join([sys.executable if exe.startswith("..") else exe, *sys.argv])
 
 
 def main() -> None:
@@ -391,10 +357,13 @@ def main() -> None:
         "--proxy-lifetime", type=float, default=1800.0, help="the proxy stops after this (s)"
     )
     args = parser.parse_args()
-    with local_sqs() as info, delay_proxy(info["endpoint"], args) as (proxy, counter):
+    with (
+        local_sqs(SERVER_LIFETIME_SECONDS) as info,
+        delay_proxy(info.endpoint, args) as (proxy, counter),
+    ):
         print(versions(info))
-        print(f"local SQS at {info['endpoint']}, delaying proxy at {proxy}")
-        report(measure(args, info["endpoint"], proxy, counter), args)
+        print(f"local SQS at {info.endpoint}, delaying proxy at {proxy}")
+        report(measure(args, info.endpoint, proxy, counter), args)
     print(f"\ncommand: {command()}")
 
 

@@ -35,19 +35,17 @@ import importlib.metadata
 import json
 import os
 import platform
-import shlex
 import statistics
-import subprocess
-import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import AsyncExitStack, contextmanager
+from collections.abc import Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
 import aioboto3
 import boto3
+from _local import Server, command, local_sqs
 
 from sqsbatch import AsyncConsumer, Consumer, ConsumerConfig, MessageBatch, Producer
 from sqsbatch.consuming import connections_for
@@ -56,49 +54,6 @@ from sqsbatch.transport import RECEIVE_SYSTEM_ATTRIBUTES, client_config
 
 REGION = LOCAL_CREDENTIALS["AWS_DEFAULT_REGION"]
 SERVER_LIFETIME_SECONDS = 1800
-# The local SQS, in a child process: prints its endpoint, serves until its stdin closes (this
-# process ends) or SIGALRM (a bound on its lifetime) ends it.
-SERVER_CODE = """
-import json, signal, sys
-from sqsbatch import moto_speedup
-from sqsbatch.local import LocalSqs
-signal.alarm(int(sys.argv[1]))
-with LocalSqs() as server:
-    info = {"endpoint": server.endpoint_url, "speedup": moto_speedup.is_applied()}
-    print(json.dumps(info), flush=True)
-    sys.stdin.read()
-"""
-
-
-@dataclass
-class Server:
-    endpoint: str
-    speedup: bool
-    pid: int
-
-    def cpu_seconds(self) -> float:
-        """utime + stime of the server process so far (Linux /proc; 0 elsewhere)."""
-        try:
-            with open(f"/proc/{self.pid}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            return 0.0
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-@contextmanager
-def local_sqs() -> Iterator[Server]:
-    """A LocalSqs in a child process."""
-    args = [sys.executable, "-c", SERVER_CODE, str(SERVER_LIFETIME_SECONDS)]
-    child = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert child.stdout is not None
-        info = json.loads(child.stdout.readline())
-        yield Server(info["endpoint"], info["speedup"], child.pid)
-    finally:
-        assert child.stdin is not None
-        child.stdin.close()
-        child.wait(timeout=30)
 
 
 def credentials(endpoint: str) -> dict[str, Any]:
@@ -360,11 +315,6 @@ def versions(server: Server) -> str:
     )
 
 
-def command() -> str:
-    exe = os.path.relpath(sys.executable)
-    return shlex.join([sys.executable if exe.startswith("..") else exe, *sys.argv])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=1000, help="messages per drain")
@@ -380,7 +330,7 @@ def main() -> None:
         help="raw JSON text, or sent by sqsbatch's Producer (its attribute, JSON bodies)",
     )
     args = parser.parse_args()
-    with local_sqs() as server:
+    with local_sqs(SERVER_LIFETIME_SECONDS) as server:
         print(versions(server))
         print(f"bodies: {args.bodies}; local SQS in a child process at {server.endpoint}")
         for concurrency in args.concurrency:

@@ -1,0 +1,68 @@
+"""What the benchmarks share: the local SQS in a child process, and the command line to print.
+
+The SQS server runs in a process of its own so that its CPU is not the client's; it prints its
+endpoint, and serves until its stdin closes (the bench ends) or SIGALRM (a bound on its life).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+__all__ = ["Server", "command", "local_sqs"]
+
+SERVER_CODE = """
+import json, signal, sys
+from sqsbatch import moto_speedup
+from sqsbatch.local import LocalSqs
+signal.alarm(int(sys.argv[1]))
+with LocalSqs() as server:
+    info = {"endpoint": server.endpoint_url, "speedup": moto_speedup.is_applied()}
+    print(json.dumps(info), flush=True)
+    sys.stdin.read()
+"""
+
+
+@dataclass(frozen=True)
+class Server:
+    """The local SQS child: its endpoint, whether moto is patched, its pid."""
+
+    endpoint: str
+    speedup: bool
+    pid: int
+
+    def cpu_seconds(self) -> float:
+        """utime + stime of the server process so far (Linux /proc; 0 elsewhere)."""
+        try:
+            with open(f"/proc/{self.pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextmanager
+def local_sqs(lifetime_seconds: int) -> Iterator[Server]:
+    """A LocalSqs in a child process, ended when the block ends (or after `lifetime_seconds`)."""
+    args = [sys.executable, "-c", SERVER_CODE, str(lifetime_seconds)]
+    child = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        info = json.loads(child.stdout.readline())
+        yield Server(info["endpoint"], info["speedup"], child.pid)
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait(timeout=30)
+
+
+def command() -> str:
+    """The command line that made this run, to print beside its figures."""
+    exe = os.path.relpath(sys.executable)
+    return shlex.join([sys.executable if exe.startswith("..") else exe, *sys.argv])
