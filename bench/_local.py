@@ -6,8 +6,10 @@ endpoint, and serves until its stdin closes (the bench ends) or SIGALRM (a bound
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
+import platform
 import shlex
 import subprocess
 import sys
@@ -45,6 +47,22 @@ class Server:
         except OSError:
             return 0.0
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def versions(self, *packages: str) -> str:
+        """What the figures were measured with: Python, `packages`, CPUs, the moto speed-up."""
+        found = [f"{name} {_version(name)}" for name in packages]
+        speedup = "applied" if self.speedup else "not applied"
+        return (
+            f"Python {platform.python_version()}, {', '.join(found)}; {os.cpu_count()} CPUs; "
+            f"moto speed-up {speedup}"
+        )
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "missing"
 
 
 @contextmanager

@@ -40,9 +40,7 @@ import argparse
 import cProfile
 import gc
 import hashlib
-import importlib.metadata
 import json
-import platform
 import pstats
 import socket
 import statistics
@@ -56,7 +54,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
-from _local import Server, command, local_sqs
+from _local import command, local_sqs
 
 from sqsbatch import ConsumerConfig, MessageBatch, lambda_handler
 from sqsbatch.envelope import Envelope
@@ -346,18 +344,6 @@ def unreachable(args: argparse.Namespace) -> None:
         )
 
 
-def versions(info: Server) -> str:
-    names = ("sqsbatch", "aws-lambda-powertools", "boto3", "moto")
-    found = []
-    for name in names:
-        try:
-            found.append(f"{name} {importlib.metadata.version(name)}")
-        except importlib.metadata.PackageNotFoundError:
-            found.append(f"{name} missing")
-    speedup = "applied" if info.speedup else "not applied"
-    return f"Python {platform.python_version()}, {', '.join(found)}; moto speed-up {speedup}"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=10_000, help="records per event")
@@ -385,7 +371,7 @@ def main() -> None:
     with local_sqs(SERVER_LIFETIME_SECONDS) as info:
         sqs = client(info.endpoint)
         sqs.create_queue(QueueName=QUEUE)
-        print(versions(info))
+        print(info.versions("sqsbatch", "aws-lambda-powertools", "boto3", "moto"))
         print(f"bodies: {args.bodies}; local SQS in a child process at {info.endpoint}")
         scenario("all acked", sqs, args, retry_every=0)
         if args.retry_every:

@@ -30,11 +30,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.metadata
 import json
 import multiprocessing
 import os
-import platform
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -46,7 +44,7 @@ from urllib.parse import urlsplit
 
 import aioboto3
 import boto3
-from _local import Server, command, local_sqs
+from _local import command, local_sqs
 
 from sqsbatch import AsyncConsumer, Consumer, ConsumerConfig, MessageBatch
 from sqsbatch.consuming import connections_for
@@ -334,16 +332,6 @@ def report(table: list[Run], args: argparse.Namespace) -> None:
         )
 
 
-def versions(info: Server) -> str:
-    names = ("sqsbatch", "boto3", "aioboto3", "moto")
-    found = [f"{name} {importlib.metadata.version(name)}" for name in names]
-    speedup = "applied" if info.speedup else "not applied"
-    return (
-        f"Python {platform.python_version()}, {', '.join(found)}; {os.cpu_count()} CPUs; "
-        f"moto speed-up {speedup}"
-    )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--delay-ms", type=float, default=20.0, help="added to every request")
@@ -361,7 +349,7 @@ def main() -> None:
         local_sqs(SERVER_LIFETIME_SECONDS) as info,
         delay_proxy(info.endpoint, args) as (proxy, counter),
     ):
-        print(versions(info))
+        print(info.versions("sqsbatch", "boto3", "aioboto3", "moto"))
         print(f"local SQS at {info.endpoint}, delaying proxy at {proxy}")
         report(measure(args, info.endpoint, proxy, counter), args)
     print(f"\ncommand: {command()}")

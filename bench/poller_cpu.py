@@ -31,10 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.metadata
 import json
-import os
-import platform
 import statistics
 import time
 from collections import Counter
@@ -305,16 +302,6 @@ def cpu_per_message(contender: Contender, messages: int) -> list[float]:
     return [d.cpu / messages * 1e6 for d in contender.runs]
 
 
-def versions(server: Server) -> str:
-    names = ("sqsbatch", "boto3", "aioboto3", "moto")
-    found = [f"{name} {importlib.metadata.version(name)}" for name in names]
-    speedup = "applied" if server.speedup else "not applied"
-    return (
-        f"Python {platform.python_version()}, {', '.join(found)}; {os.cpu_count()} CPUs; "
-        f"moto speed-up {speedup}"
-    )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=1000, help="messages per drain")
@@ -331,7 +318,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     with local_sqs(SERVER_LIFETIME_SECONDS) as server:
-        print(versions(server))
+        print(server.versions("sqsbatch", "boto3", "aioboto3", "moto"))
         print(f"bodies: {args.bodies}; local SQS in a child process at {server.endpoint}")
         for concurrency in args.concurrency:
             report(run(server, args, concurrency), args.messages, concurrency)
