@@ -41,6 +41,7 @@ from sqsbatch.consuming import (
     tally,
 )
 from sqsbatch.errors import ConfigError, SqsBatchError, SqsError
+from sqsbatch.handler_tasks import HandlerThread
 from sqsbatch.lifecycle import graceful_signals
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import MessageBatch, _Delivery
@@ -293,29 +294,18 @@ class Consumer:
 
     def _supervise(self, batch: MessageBatch) -> tuple[Outcome, BaseException | None]:
         """Run the handler; keep its messages hidden while it runs; stop waiting at the timeout."""
-        done = threading.Event()
-        failure: list[BaseException] = []
-
-        def call_handler() -> None:
-            try:
-                self.handler(batch)
-            except BaseException as exc:  # any failure, SystemExit too, fails the batch
-                failure.append(exc)
-            finally:
-                done.set()
-
-        threading.Thread(target=call_handler, name="sqsbatch-handler", daemon=True).start()
+        thread = HandlerThread(self.handler, batch)
         watch = Watch.start(self._clock(), self.config)
         deliveries = batch._deliveries
         timed_out = False
-        while not done.is_set():
+        while not thread.done.is_set():
             now = self._clock()
             if watch.timed_out(now):
                 timed_out = True  # the thread cannot be stopped: it runs on, unwaited
                 break
-            if not done.wait(max(0.0, watch.wake_at(deliveries) - now)):
+            if not thread.done.wait(max(0.0, watch.wake_at(deliveries) - now)):
                 self._heartbeat(deliveries)
-        error = None if timed_out or not failure else failure[0]
+        error = None if timed_out else thread.failure
         end = handler_end(batch, self.config, timed_out=timed_out, error=error)
         self.stats.add(end.counts)
         if end.log is not None:

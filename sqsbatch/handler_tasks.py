@@ -1,16 +1,28 @@
-"""Handler tasks of the async front ends (poller, Lambda adapter, `sqsbatch.testing`).
+"""Running a handler against a deadline, for every front end and `sqsbatch.testing`.
 
-A handler runs as a task of its own so that it can be cancelled at `handler_timeout`; what it
-raised, or that someone else cancelled it, is read from the finished task.
+An `async def` handler runs as a task of its own so that it can be cancelled at
+`handler_timeout`; what it raised, or that someone else cancelled it, is read from the finished
+task. A sync handler runs on a thread of its own (`HandlerThread`) so that the caller can stop
+waiting at the deadline and settle; such a thread cannot be killed and runs on, unwaited.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Awaitable, Callable
+from typing import Any
 
-__all__ = ["CANCEL_GRACE_SECONDS", "awaited", "cancel_handler", "handler_failure"]
+__all__ = [
+    "CANCEL_GRACE_SECONDS",
+    "HandlerThread",
+    "awaited",
+    "cancel_handler",
+    "handler_failure",
+    "run_async_handler",
+    "run_in_thread",
+]
 
 log = logging.getLogger("sqsbatch")
 
@@ -53,3 +65,51 @@ def handler_failure(task: asyncio.Task[object]) -> BaseException | None:
 
 async def awaited(awaitable: Awaitable[object]) -> object:
     return await awaitable
+
+
+class HandlerThread:
+    """A sync handler called on a daemon thread; `done` is set when it returns or raises."""
+
+    def __init__(self, handler: Callable[[Any], object], batch: object) -> None:
+        self.done = threading.Event()
+        self._failure: list[BaseException] = []
+
+        def call_handler() -> None:
+            try:
+                handler(batch)
+            except BaseException as exc:  # any failure, SystemExit too, fails the batch
+                self._failure.append(exc)
+            finally:
+                self.done.set()
+
+        threading.Thread(target=call_handler, name="sqsbatch-handler", daemon=True).start()
+
+    @property
+    def failure(self) -> BaseException | None:
+        """What the handler raised, once `done` (None: it returned)."""
+        return self._failure[0] if self._failure else None
+
+
+def run_in_thread(
+    handler: Callable[[Any], object], batch: object, budget: float
+) -> tuple[bool, BaseException | None]:
+    """(timed out, raised) of a sync handler; past `budget` its thread is left running."""
+    thread = HandlerThread(handler, batch)
+    if not thread.done.wait(budget):
+        return True, None
+    return False, thread.failure
+
+
+async def run_async_handler(
+    handler: Callable[[Any], Awaitable[object]],
+    batch: Any,
+    budget: float,
+    abandoned: set[asyncio.Task[object]],
+) -> tuple[bool, BaseException | None]:
+    """(timed out, raised) of an `async def` handler, cancelled past `budget`."""
+    task: asyncio.Task[object] = asyncio.ensure_future(handler(batch))
+    done, _ = await asyncio.wait({task}, timeout=budget)
+    if not done:
+        await cancel_handler(task, batch.queue, abandoned)
+        return True, None
+    return False, handler_failure(task)

@@ -12,12 +12,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, cast, overload
 
-from sqsbatch.async_consumer import AsyncBatchHandler, cancel_handler, handler_failure
+from sqsbatch.async_consumer import AsyncBatchHandler
 from sqsbatch.calls import BatchRun
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.consumer import BatchHandler
@@ -34,6 +33,7 @@ from sqsbatch.consuming import (
     split_deliveries,
 )
 from sqsbatch.errors import SqsError
+from sqsbatch.handler_tasks import run_async_handler, run_in_thread
 from sqsbatch.lambda_event import (
     BatchResponse,
     ParsedEvent,
@@ -205,24 +205,15 @@ class LambdaAdapter:
         """Run the handler for at most `budget` seconds (no heartbeat: the queue's visibility
         timeout must outlast the function)."""
         if self._is_async:
-            timed_out, error = self._event_loop().run_until_complete(self._run_async(batch, budget))
+            handler = cast(AsyncBatchHandler, self.handler)
+            running = run_async_handler(handler, batch, budget, self._abandoned)
+            timed_out, error = self._event_loop().run_until_complete(running)
         else:
-            timed_out, error = _run_in_thread(self.handler, batch, budget)
+            timed_out, error = run_in_thread(self.handler, batch, budget)
         end = handler_end(batch, config, timed_out=timed_out, error=error)
         if end.log is not None:
             log.log(end.log[0], "%s", end.log[1], exc_info=end.error)
         return end.outcome, end.error
-
-    async def _run_async(
-        self, batch: MessageBatch, budget: float
-    ) -> tuple[bool, BaseException | None]:
-        handler = cast(AsyncBatchHandler, self.handler)
-        task: asyncio.Task[object] = asyncio.ensure_future(handler(batch))
-        done, _ = await asyncio.wait({task}, timeout=budget)
-        if not done:
-            await cancel_handler(task, batch.queue, self._abandoned)
-            return True, None
-        return False, handler_failure(task)
 
     # -- per execution environment ----------------------------------------------------------------
 
@@ -295,27 +286,6 @@ def lambda_handler(
         return LambdaAdapter(function, config, client=client, limits=limits)
 
     return wrap(handler) if handler is not None else wrap
-
-
-def _run_in_thread(
-    handler: BatchHandler, batch: MessageBatch, budget: float
-) -> tuple[bool, BaseException | None]:
-    """(timed out, raised) of a sync handler; past `budget` its thread is left running."""
-    done = threading.Event()
-    failure: list[BaseException] = []
-
-    def call_handler() -> None:
-        try:
-            handler(batch)
-        except BaseException as exc:  # any failure, SystemExit too, fails the batch
-            failure.append(exc)
-        finally:
-            done.set()
-
-    threading.Thread(target=call_handler, name="sqsbatch-handler", daemon=True).start()
-    if not done.wait(budget):
-        return True, None
-    return False, failure[0] if failure else None
 
 
 def _dead_letter_url(queue_url: str, config: ConsumerConfig) -> str | None:

@@ -22,7 +22,7 @@ from dataclasses import KW_ONLY, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, cast
 
-from sqsbatch.async_consumer import AsyncBatchHandler, cancel_handler, handler_failure
+from sqsbatch.async_consumer import AsyncBatchHandler
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.consumer import BatchHandler
 from sqsbatch.consuming import (
@@ -41,7 +41,7 @@ from sqsbatch.envelope import (
     encode_body,
 )
 from sqsbatch.errors import MessageError, SqsBatchError
-from sqsbatch.lambda_adapter import _run_in_thread
+from sqsbatch.handler_tasks import run_async_handler, run_in_thread
 from sqsbatch.message import MessageBatch
 from sqsbatch.outbox import Outbound, send_entry
 from sqsbatch.queues import check_dead_letter_queue, resolve_settings
@@ -150,7 +150,7 @@ def run_handler(
         _check_no_running_loop()
         return asyncio.run(run_handler_async(handler, messages, config=config, queue=queue))
     run = _Run.start(handler, messages, config, queue)
-    return run.finish(*_run_in_thread(handler, run.batch, run.config.handler_timeout))
+    return run.finish(*run_in_thread(handler, run.batch, run.config.handler_timeout))
 
 
 async def run_handler_async(
@@ -164,9 +164,10 @@ async def run_handler_async(
     run = _Run.start(handler, messages, config, queue)
     budget = run.config.handler_timeout
     if is_async_handler(handler):
-        ended = await _call_async(cast(AsyncBatchHandler, handler), run.batch, budget)
+        handler_ = cast(AsyncBatchHandler, handler)
+        ended = await run_async_handler(handler_, run.batch, budget, _abandoned)
     else:
-        ended = await asyncio.to_thread(_run_in_thread, handler, run.batch, budget)
+        ended = await asyncio.to_thread(run_in_thread, handler, run.batch, budget)
     return run.finish(*ended)
 
 
@@ -286,18 +287,6 @@ def _delivery_fields(item: TestMessage, wall_now: float) -> tuple[int, int]:
     if not isinstance(sent, datetime) or sent.tzinfo is None:
         raise MessageError(f"timestamp={sent!r} is invalid: must be a timezone-aware datetime")
     return attempts, (sent - _EPOCH) // timedelta(milliseconds=1)
-
-
-async def _call_async(
-    handler: AsyncBatchHandler, batch: MessageBatch, budget: float
-) -> tuple[bool, BaseException | None]:
-    """(timed out, raised) of an async handler, cancelled past `budget`."""
-    task: asyncio.Task[object] = asyncio.ensure_future(handler(batch))
-    done, _ = await asyncio.wait({task}, timeout=budget)
-    if not done:
-        await cancel_handler(task, batch.queue, _abandoned)
-        return True, None
-    return False, handler_failure(task)
 
 
 def _check_no_running_loop() -> None:
