@@ -57,10 +57,10 @@ import boto3
 from _local import command, local_sqs
 
 from sqsbatch import ConsumerConfig, MessageBatch, lambda_handler
+from sqsbatch._botocore import client_config
 from sqsbatch.envelope import Envelope
 from sqsbatch.lambda_adapter import LambdaAdapter
 from sqsbatch.local import LOCAL_CREDENTIALS
-from sqsbatch.transport import client_config
 
 QUEUE = "bench-lambda"
 ACCOUNT = "123456789012"  # moto's default account: the ARN's queue URL is the local one

@@ -47,9 +47,10 @@ import boto3
 from _local import command, local_sqs
 
 from sqsbatch import AsyncConsumer, Consumer, ConsumerConfig, MessageBatch
-from sqsbatch.consuming import connections_for
+from sqsbatch._botocore import client_config
+from sqsbatch._core.receiving import connections_for
+from sqsbatch._core.shapes import RECEIVE_SYSTEM_ATTRIBUTES
 from sqsbatch.local import LOCAL_CREDENTIALS
-from sqsbatch.transport import RECEIVE_SYSTEM_ATTRIBUTES, client_config
 
 REGION = LOCAL_CREDENTIALS["AWS_DEFAULT_REGION"]
 SERVER_LIFETIME_SECONDS = 1800

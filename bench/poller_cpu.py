@@ -14,7 +14,7 @@ contender in turn (the order rotates from round to round), after one untimed war
 body (a body sqsbatch's Producer sent as JSON is decoded by sqsbatch itself) and succeed.
 
 - loop: a hand-written boto3 loop asking SQS for what the pollers ask for: ReceiveMessage of 10
-  (`MessageSystemAttributeNames` = `sqsbatch.transport.RECEIVE_SYSTEM_ATTRIBUTES`,
+  (`MessageSystemAttributeNames` = `sqsbatch._core.shapes.RECEIVE_SYSTEM_ATTRIBUTES`,
   `MessageAttributeNames=["All"]`, WaitTimeSeconds 1), handle, DeleteMessageBatch.
 - Consumer / AsyncConsumer: `ConsumerConfig(max_batch_size=10, max_batch_timeout=0,
   max_concurrency=N)`, `run_until_idle(1)`; the handler calls `stop()` once every message is
@@ -45,9 +45,10 @@ import boto3
 from _local import Server, command, local_sqs
 
 from sqsbatch import AsyncConsumer, Consumer, ConsumerConfig, MessageBatch, Producer
-from sqsbatch.consuming import connections_for
+from sqsbatch._botocore import client_config
+from sqsbatch._core.receiving import connections_for
+from sqsbatch._core.shapes import RECEIVE_SYSTEM_ATTRIBUTES
 from sqsbatch.local import LOCAL_CREDENTIALS
-from sqsbatch.transport import RECEIVE_SYSTEM_ATTRIBUTES, client_config
 
 REGION = LOCAL_CREDENTIALS["AWS_DEFAULT_REGION"]
 SERVER_LIFETIME_SECONDS = 1800

@@ -10,26 +10,25 @@ invisible to the others until it is moved or hidden.
 from __future__ import annotations
 
 import logging
-import math
+import random as random_module
 import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any
 
 from redrive.bucket import TokenBucket
-from redrive.decide import DlqMessage, Kind, Verdict, decide, read, route
-from redrive.plan import Outcome, Step, counts, outcomes, plan
+from redrive.decide import Disposition, DlqMessage, Kind, decide, read, route
+from redrive.plan import Step, StepResult, counts, move, throttle
 from redrive.policy import BackoffPolicy, JitterSource, jitter_random
 from redrive.report import RedriveStats, event
-from sqsbatch.calls import BatchRun
+from sqsbatch._core.backoff import pause_seconds
+from sqsbatch._core.shapes import is_transient, queue_name, receive_params
+from sqsbatch._sync.door import SyncSqs, default_client
 from sqsbatch.config import check_int
 from sqsbatch.errors import ConfigError, QueueNotFound, SqsBatchError
 from sqsbatch.lifecycle import graceful_signals
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
-from sqsbatch.sqs_sync import SyncSqs, default_client
-from sqsbatch.transport import is_transient, queue_name, receive_params
 
 __all__ = ["Redriver", "dead_letter_sources", "execute", "only_source"]
 
@@ -79,6 +78,7 @@ class Redriver:
         self._wait_seconds = max(0, min(wait_seconds, limits.max_wait_seconds))
         self._limits = limits
         self._stopping = threading.Event()
+        self._random = random_module.Random()  # the pause between failed passes
         self._urls: dict[str, str] = {}
         self._sources: dict[str, tuple[str | None, float]] = {}
         self._verified: set[str] = set()  # DLQ URLs checked to be DLQs
@@ -118,7 +118,7 @@ class Redriver:
             if not is_transient(exc):
                 raise
             event(logging.WARNING, {"action": "error", "dlq": dlq, "error": str(exc)})
-            self._stopping.wait(min(20.0, 0.5 * 2 ** min(failures, 6)))
+            self._stopping.wait(pause_seconds(failures + 1, random=self._random, base=0.5))
             return failures + 1
         return 0
 
@@ -204,31 +204,18 @@ class Redriver:
                 limits=self._limits,
             )
             steps.append(self._resolved(message, verdict))
-        return self._throttled(steps)
+        return throttle(steps, self._bucket, self._clock())
 
-    def _resolved(self, message: DlqMessage, verdict: Verdict) -> Step:
+    def _resolved(self, message: DlqMessage, verdict: Disposition) -> Step:
         """The step with its target's URL; a target that does not exist makes it unroutable."""
         if verdict.target is None:
             return Step(message, verdict)
         try:
             url = self._urls.get(verdict.target) or self._sqs.queue_url(verdict.target)
         except QueueNotFound:
-            hold = Verdict(Kind.UNROUTABLE, hide_seconds=self.policy.hold_seconds)
+            hold = Disposition(Kind.UNROUTABLE, hide_seconds=self.policy.hold_seconds)
             return Step(message, hold, note=f"queue {verdict.target} does not exist")
         return Step(message, verdict, target_url=url)
-
-    def _throttled(self, steps: list[Step]) -> list[Step]:
-        """Moves beyond the rate limit are hidden until the bucket will have a token for them."""
-        if self._bucket is None:
-            return steps
-        moves = [i for i, step in enumerate(steps) if step.verdict.kind is Kind.MOVE]
-        now = self._clock()
-        granted = self._bucket.take(len(moves), now)
-        for rank, index in enumerate(moves[granted:], start=1):
-            wait = max(1, math.ceil(self._bucket.wait_seconds(rank, now)))
-            hidden = replace(steps[index].verdict, kind=Kind.HIDE, hide_seconds=wait)
-            steps[index] = replace(steps[index], verdict=hidden, action="throttled")
-        return steps
 
     def _execute(self, dlq: str, dlq_url: str, steps: list[Step]) -> dict[str, int]:
         found = execute(self._sqs, steps, dlq_url=dlq_url, limits=self._limits)
@@ -256,13 +243,9 @@ class Redriver:
 
 def execute(
     sqs: SyncSqs, steps: list[Step], *, dlq_url: str, limits: SqsLimits = SQS_LIMITS
-) -> list[Outcome]:
+) -> list[StepResult]:
     """Run the steps' calls: sends and hides, then deletes for the sends SQS accepted."""
-    settlement, refused = plan(steps, dlq_url=dlq_url, limits=limits)
-    first = sqs.execute(BatchRun(settlement.first, limits=limits))
-    sent = {result.key for result in first.ok() if result.key.startswith("s")}
-    second = sqs.execute(BatchRun(settlement.second(sent), limits=limits))
-    return outcomes(steps, refused, first, second)
+    return sqs.run(move(steps, dlq_url=dlq_url, limits=limits))
 
 
 def only_source(sqs: SyncSqs, dlq_url: str) -> str | None:
@@ -287,7 +270,7 @@ def _check_queues(dlqs: list[str], to: str | None, parking_queue: str | None) ->
             raise ConfigError(f"{setting}={queue!r} is invalid: it is one of the DLQs drained")
 
 
-def _log(dlq: str, outcome: Outcome, wall_now: float) -> None:
+def _log(dlq: str, outcome: StepResult, wall_now: float) -> None:
     step = outcome.step
     row = outcome.row(source=step.message.known_source)
     fields = {

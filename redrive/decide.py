@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from redrive.policy import BackoffPolicy
+from sqsbatch._core.ledger import visibility_allowed
 from sqsbatch.envelope import ATTRIBUTE, DecodedMessage, decode
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
-from sqsbatch.settlement import visibility_allowed
 
-__all__ = ["DlqMessage", "Kind", "Verdict", "decide", "read", "route"]
+__all__ = ["Disposition", "DlqMessage", "Kind", "decide", "read", "route"]
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ class Kind(enum.Enum):
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Disposition:
     kind: Kind
     target: str | None = None
     """Where a MOVE or PARK sends it (a name or URL)."""
@@ -128,7 +128,7 @@ def decide(
     random: _random.Random,
     held_for: float = 0.0,
     limits: SqsLimits = SQS_LIMITS,
-) -> Verdict:
+) -> Disposition:
     """The verdict for `message`; `target` comes from `route`, `now` is wall time (epoch s).
 
     `random` draws the jitter: `jitter_random(message.message.id, message.redrives)` makes it
@@ -139,12 +139,12 @@ def decide(
     hold = min(policy.hold_seconds, allowed)
     if policy.exhausted(message.redrives):
         if parking_queue is not None:
-            return Verdict(Kind.PARK, target=parking_queue)
-        return Verdict(Kind.EXHAUSTED, hide_seconds=hold)
+            return Disposition(Kind.PARK, target=parking_queue)
+        return Disposition(Kind.EXHAUSTED, hide_seconds=hold)
     if target is None:
-        return Verdict(Kind.UNROUTABLE, hide_seconds=hold)
+        return Disposition(Kind.UNROUTABLE, hide_seconds=hold)
     due = policy.due_at(message.dead_lettered_at, message.redrives, random)
     if due <= now:
-        return Verdict(Kind.MOVE, target=target, due_at=due)
+        return Disposition(Kind.MOVE, target=target, due_at=due)
     wait = max(1, math.ceil(due - now))
-    return Verdict(Kind.HIDE, target=target, hide_seconds=min(wait, allowed), due_at=due)
+    return Disposition(Kind.HIDE, target=target, hide_seconds=min(wait, allowed), due_at=due)

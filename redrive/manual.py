@@ -17,15 +17,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from redrive.daemon import execute, only_source
-from redrive.decide import DlqMessage, Kind, Verdict, read, route
-from redrive.plan import Outcome, Step
+from redrive.decide import Disposition, DlqMessage, Kind, read, route
+from redrive.plan import Step, StepResult
 from redrive.report import MoveReport, MoveRow
-from sqsbatch.calls import BatchRun, Entry
+from sqsbatch._core.calls import BatchRun, Entry
+from sqsbatch._core.shapes import queue_name, receive_params
+from sqsbatch._sync.door import SyncSqs, default_client
 from sqsbatch.config import check_int
 from sqsbatch.envelope import DecodedMessage
 from sqsbatch.errors import ConfigError, QueueNotFound
-from sqsbatch.sqs_sync import SyncSqs, default_client
-from sqsbatch.transport import queue_name, receive_params
 
 __all__ = ["check_destination", "move_now", "start_native_move"]
 
@@ -108,7 +108,7 @@ class _Move:
                 continue
             row = self._look(message)
             if row is None:
-                verdict = Verdict(Kind.MOVE, target=self._target(message))
+                verdict = Disposition(Kind.MOVE, target=self._target(message))
                 moves.append(Step(message, verdict, target_url=verdict.target))
                 continue
             self.held[message.message_id] = message.receipt_handle
@@ -132,7 +132,7 @@ class _Move:
             return replace(row, target=queue_name(target), action="would-move")
         return None
 
-    def _settled(self, outcome: Outcome) -> None:
+    def _settled(self, outcome: StepResult) -> None:
         message = outcome.step.message
         if not outcome.ok:
             self.held[message.message_id] = message.receipt_handle

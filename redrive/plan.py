@@ -1,4 +1,4 @@
-"""Verdicts into batch calls, and batch results into per-message outcomes. No I/O.
+"""Dispositions into batch calls, and batch results into per-message results. No I/O.
 
 Phase one sends the copies (moves and parks) and hides what stays; phase two deletes from the
 DLQ exactly the messages whose copy SQS accepted. A crash between the phases leaves the message
@@ -12,19 +12,33 @@ copy keeps the envelope as it was, so the error and the source stay readable the
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from redrive.decide import DlqMessage, Kind, Verdict
+from redrive.bucket import TokenBucket
+from redrive.decide import Disposition, DlqMessage, Kind
 from redrive.report import MoveRow
-from sqsbatch.calls import BatchRun, Entry, EntryResult
+from sqsbatch._core.calls import BatchRun, Entry, EntryResult
+from sqsbatch._core.closing import sent_keys
+from sqsbatch._core.entries import TwoPhase, copy_of, send_entry
+from sqsbatch._core.flows import Flow, batch_calls
+from sqsbatch._core.shapes import is_fifo, queue_name
 from sqsbatch.envelope import Envelope, carry
 from sqsbatch.errors import MessageError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
-from sqsbatch.outbox import Settlement, copy_of, send_entry
-from sqsbatch.transport import is_fifo, queue_name
 
-__all__ = ["Outcome", "Step", "counts", "moved_envelope", "outcomes", "parked_envelope", "plan"]
+__all__ = [
+    "Step",
+    "StepResult",
+    "counts",
+    "move",
+    "moved_envelope",
+    "outcomes",
+    "parked_envelope",
+    "plan",
+    "throttle",
+]
 
 _SENDS = frozenset({Kind.MOVE, Kind.PARK})
 
@@ -34,7 +48,7 @@ class Step:
     """One received message, its verdict, and the URL its copy goes to (for MOVE and PARK)."""
 
     message: DlqMessage
-    verdict: Verdict
+    verdict: Disposition
     target_url: str | None = None
     action: str = ""
     """The reported action; defaults to the verdict's kind (`throttled` for a rate-limit hide)."""
@@ -47,7 +61,7 @@ class Step:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class StepResult:
     step: Step
     ok: bool
     """The step's first call (send or hide) was accepted."""
@@ -85,9 +99,9 @@ def parked_envelope(message: DlqMessage) -> Envelope:
 
 def plan(
     steps: Sequence[Step], *, dlq_url: str, limits: SqsLimits = SQS_LIMITS
-) -> tuple[Settlement, dict[int, str]]:
+) -> tuple[TwoPhase, dict[int, str]]:
     """The calls for `steps`, and the steps refused before any call (index: why)."""
-    settlement = Settlement([], [], {})
+    settlement = TwoPhase([], [], {})
     refused: dict[int, str] = {}
     for i, step in enumerate(steps):
         receipt = step.message.receipt_handle
@@ -122,30 +136,30 @@ def _send(key: str, step: Step, limits: SqsLimits) -> Entry:
 
 def outcomes(
     steps: Sequence[Step], refused: Mapping[int, str], first: BatchRun, second: BatchRun
-) -> list[Outcome]:
+) -> list[StepResult]:
     """What happened to each step, from SQS's per-entry answers."""
     results: dict[str, EntryResult] = {**first.results, **second.results}
     found = []
     for i, step in enumerate(steps):
         if i in refused:
-            found.append(Outcome(step, False, refused[i]))
+            found.append(StepResult(step, False, refused[i]))
             continue
         key = f"s{i}" if step.verdict.kind in _SENDS else f"h{i}"
         result = results.get(key)
         if result is None or not result.ok:
             why = f"{result.code}: {result.message or ''}".strip() if result else "not sent"
-            found.append(Outcome(step, False, why))
+            found.append(StepResult(step, False, why))
             continue
         delete = results.get(f"d{i}")
         if delete is not None and not delete.ok:
             why = f"delete failed ({delete.code}): a duplicate will follow"
-            found.append(Outcome(step, True, why, delete_failed=True))
+            found.append(StepResult(step, True, why, delete_failed=True))
         else:
-            found.append(Outcome(step, True))
+            found.append(StepResult(step, True))
     return found
 
 
-def counts(found: Sequence[Outcome]) -> dict[str, int]:
+def counts(found: Sequence[StepResult]) -> dict[str, int]:
     """Counter increments for `RedriveStats`: one per message, plus `failed` for refusals."""
     tally: dict[str, int] = {}
     for outcome in found:
@@ -155,3 +169,27 @@ def counts(found: Sequence[Outcome]) -> dict[str, int]:
         if not outcome.ok or outcome.delete_failed:
             tally["failed"] = tally.get("failed", 0) + 1
     return tally
+
+
+def move(
+    steps: list[Step], *, dlq_url: str, limits: SqsLimits = SQS_LIMITS
+) -> Flow[list[StepResult]]:
+    """The redrive move, as a flow (`sqsbatch._core.flows`): sends and hides, then deletes
+    from the DLQ for the sends SQS accepted; one result per step."""
+    settlement, refused = plan(steps, dlq_url=dlq_url, limits=limits)
+    first = yield from batch_calls(BatchRun(settlement.first, limits=limits))
+    second = yield from batch_calls(BatchRun(settlement.second(sent_keys(first)), limits=limits))
+    return outcomes(steps, refused, first, second)
+
+
+def throttle(steps: list[Step], bucket: TokenBucket | None, now: float) -> list[Step]:
+    """Moves beyond the rate limit are hidden until the bucket will have a token for them."""
+    if bucket is None:
+        return steps
+    moves = [i for i, step in enumerate(steps) if step.verdict.kind is Kind.MOVE]
+    granted = bucket.take(len(moves), now)
+    for rank, index in enumerate(moves[granted:], start=1):
+        wait = max(1, math.ceil(bucket.wait_seconds(rank, now)))
+        hidden = replace(steps[index].verdict, kind=Kind.HIDE, hide_seconds=wait)
+        steps[index] = replace(steps[index], verdict=hidden, action="throttled")
+    return steps

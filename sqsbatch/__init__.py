@@ -10,7 +10,6 @@ from sqsbatch.async_producer import AsyncProducer
 from sqsbatch.backoff import exponential_backoff
 from sqsbatch.config import ConsumerConfig, ProducerConfig
 from sqsbatch.consumer import BatchHandler, Consumer
-from sqsbatch.consuming import ConsumerStats
 from sqsbatch.errors import (
     ConfigError,
     CredentialsError,
@@ -23,6 +22,7 @@ from sqsbatch.errors import (
     SqsError,
 )
 from sqsbatch.lambda_adapter import LambdaContext, lambda_handler
+from sqsbatch.lifecycle import ConsumerStats
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import Message, MessageBatch
 from sqsbatch.producer import MessageSendRequest, Producer

@@ -12,7 +12,8 @@ from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any, Self
 
-from sqsbatch.calls import BatchRun
+from sqsbatch._async.door import AsyncSqs, default_client
+from sqsbatch._core.calls import BatchRun
 from sqsbatch.envelope import ContentType, SendAttribute
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.producer import (
@@ -22,7 +23,6 @@ from sqsbatch.producer import (
     has_content_dedup,
     producer_delay,
 )
-from sqsbatch.sqs_async import AsyncSqs, default_client
 
 __all__ = ["AsyncProducer"]
 

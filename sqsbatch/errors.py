@@ -10,7 +10,7 @@
         ├── CredentialsError           no AWS credentials could be found
         └── SendError                  some entries of a send were refused; says which went out
 
-botocore's exceptions are translated at one boundary, `sqsbatch.transport` (`translate`,
+botocore's exceptions are translated at one boundary, `sqsbatch._core.shapes` (`translate`,
 `sqs_errors`), always with `raise ... from` so the original stays on `__cause__`.
 """
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import queue
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -68,11 +70,17 @@ async def awaited(awaitable: Awaitable[object]) -> object:
 
 
 class HandlerThread:
-    """A sync handler called on a daemon thread; `done` is set when it returns or raises."""
+    """A sync handler called on a daemon thread; `done` is set when it returns or raises.
+
+    The threads are kept for the next batch (`_Worker`): starting one costs about 90 us of CPU,
+    handing a call to a waiting one about a third of that. A handler that never returns keeps
+    its thread; the next batch gets another.
+    """
 
     def __init__(self, handler: Callable[[Any], object], batch: object) -> None:
         self.done = threading.Event()
         self._failure: list[BaseException] = []
+        worker = _take()
 
         def call_handler() -> None:
             try:
@@ -80,14 +88,60 @@ class HandlerThread:
             except BaseException as exc:  # any failure, SystemExit too, fails the batch
                 self._failure.append(exc)
             finally:
+                _give_back(worker)
                 self.done.set()
 
-        threading.Thread(target=call_handler, name="sqsbatch-handler", daemon=True).start()
+        worker.submit(call_handler)
 
     @property
     def failure(self) -> BaseException | None:
         """What the handler raised, once `done` (None: it returned)."""
         return self._failure[0] if self._failure else None
+
+
+MAX_IDLE_WORKERS = 64
+"""Idle handler threads kept for later batches; more end."""
+
+
+class _Worker:
+    """A daemon thread that runs the calls it is handed, one after another."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        threading.Thread(target=self._work, name="sqsbatch-handler", daemon=True).start()
+
+    def submit(self, job: Callable[[], None] | None) -> None:
+        self._jobs.put(job)
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            job()
+
+
+_IDLE: list[_Worker] = []
+_IDLE_LOCK = threading.Lock()
+
+
+def _take() -> _Worker:
+    with _IDLE_LOCK:
+        if _IDLE:
+            return _IDLE.pop()
+    return _Worker()
+
+
+def _give_back(worker: _Worker) -> None:
+    with _IDLE_LOCK:
+        if len(_IDLE) < MAX_IDLE_WORKERS:
+            _IDLE.append(worker)
+            return
+    worker.submit(None)  # enough are waiting: this thread ends
+
+
+def _forget_idle() -> None:
+    _IDLE.clear()  # a forked child has none of its parent's threads
+
+
+os.register_at_fork(after_in_child=_forget_idle)
 
 
 def run_in_thread(

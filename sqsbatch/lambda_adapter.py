@@ -1,9 +1,10 @@
 """`lambda_handler`: the same handler, sync or `async def`, behind an SQS event source mapping.
 
 A thin shell like the pollers: the event becomes received messages (`lambda_event`), the batch
-is settled by the same decision code (`consuming.plan_settlement`), and only what Lambda cannot
-do is called here: visibility changes for retries with a delay, dead-letter copies and re-sent
-long delays, all before returning. Lambda deletes every record left out of `batchItemFailures`
+is closed by the same decision code (`_core.closing.close_batch`) and settled by the core's flow
+for Lambda (`_core.flows.settle_for_lambda`), and only what Lambda cannot do is called:
+visibility changes for retries with a delay, dead-letter copies and re-sent long delays, all
+before returning. Lambda deletes every record left out of `batchItemFailures`
 (`lambda_event.report` decides which), so acks cost no call.
 """
 
@@ -16,23 +17,20 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, cast, overload
 
-from sqsbatch.async_consumer import AsyncBatchHandler
-from sqsbatch.calls import BatchRun
-from sqsbatch.config import ConsumerConfig
-from sqsbatch.consumer import BatchHandler
-from sqsbatch.consuming import (
-    Plan,
-    Received,
-    check_handler,
-    drops,
-    handler_end,
-    is_async_handler,
-    plan_settlement,
-    refusals,
-    sent_keys,
-    split_deliveries,
+from sqsbatch._async.flavour import AsyncBatchHandler
+from sqsbatch._core.closing import close_batch, handler_end
+from sqsbatch._core.context import QueueContext
+from sqsbatch._core.flows import postpone, read_settings, settle_for_lambda
+from sqsbatch._core.handlers import check_handler, is_async_handler
+from sqsbatch._core.ledger import Outcome
+from sqsbatch._core.queue_settings import (
+    check_dead_letter_queue,
 )
-from sqsbatch.errors import SqsError
+from sqsbatch._core.receiving import Split, split_deliveries
+from sqsbatch._core.shapes import is_url, queue_name
+from sqsbatch._sync.door import SyncSqs, default_client
+from sqsbatch._sync.flavour import BatchHandler
+from sqsbatch.config import ConsumerConfig
 from sqsbatch.handler_tasks import run_async_handler, run_in_thread
 from sqsbatch.lambda_event import (
     BatchResponse,
@@ -41,21 +39,9 @@ from sqsbatch.lambda_event import (
     deliveries,
     handler_budget,
     parse_event,
-    report,
 )
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import MessageBatch
-from sqsbatch.outbox import Settlement
-from sqsbatch.queues import (
-    QueueSettings,
-    check_dead_letter_queue,
-    lookup_refusal,
-    policy_query,
-    resolve_settings,
-)
-from sqsbatch.settlement import ActionKind, Outcome
-from sqsbatch.sqs_sync import SyncSqs, default_client
-from sqsbatch.transport import is_fifo, is_transient, is_url, queue_name
 
 __all__ = ["LambdaAdapter", "LambdaContext", "lambda_handler"]
 
@@ -95,7 +81,7 @@ class LambdaAdapter:
         self._is_async = is_async_handler(handler)
         self._client = client
         self._sqs: SyncSqs | None = None
-        self._settings: dict[str, QueueSettings] = {}
+        self._queues: dict[str, QueueContext] = {}
         self._limits = limits
         self._clock = clock
         self._wall_clock = wall_clock
@@ -106,29 +92,28 @@ class LambdaAdapter:
         self, event: Mapping[str, Any], context: LambdaContext | None = None
     ) -> BatchResponse:
         parsed = parse_event(event, endpoint_url=self._endpoint())
-        set_aside = _set_aside(parsed)
+        listed = _set_aside(parsed)
         if not parsed.records:
-            return {"batchItemFailures": [{"itemIdentifier": mid} for mid in set_aside]}
+            return _response(listed)
         sqs = self._door()
-        settings = self._settings_for(sqs, parsed.queue_url)
-        config = settings.config
+        queue = self._queue(sqs, parsed.queue_url)
         wall_now, now = self._wall_clock(), self._clock()
         received_at = now - max(0.0, wall_now - parsed.first_receive)
-        hidden_until = received_at + config.visibility_timeout
+        hidden_until = received_at + queue.config.visibility_timeout
         records = deliveries(parsed, received_at=received_at, hidden_until=hidden_until)
-        if parsed.plain:  # no record carries sqsbatch's attribute: none is an early hop
-            received = Received(list(records), None)
-        else:
-            received = split_deliveries(
-                records, queue_url=parsed.queue_url, wall_now=wall_now, limits=self._limits
-            )
-        listed = set_aside
-        if received.postpone is not None:
-            listed += self._postpone(sqs, received.postpone, parsed)
-        if received.deliveries:
-            batch = MessageBatch(queue_name(parsed.queue_url), received.deliveries)
-            listed += self._process(sqs, batch, settings, parsed, _remaining(context))
-        return {"batchItemFailures": [{"itemIdentifier": mid} for mid in listed]}
+        split = split_deliveries(
+            records,
+            queue_url=parsed.queue_url,
+            wall_now=wall_now,
+            limits=self._limits,
+            plain=parsed.plain,
+        )
+        if split.postpone is not None:
+            listed += self._postpone(sqs, split)
+        if split.deliveries:
+            batch = MessageBatch(queue.name, split.deliveries)
+            listed += self._process(sqs, batch, queue, _remaining(context))
+        return _response(listed)
 
     def close(self) -> None:
         """Close the event loop kept for async handlers (tests; Lambda never needs it)."""
@@ -138,64 +123,30 @@ class LambdaAdapter:
 
     # -- settling ---------------------------------------------------------------------------------
 
-    def _postpone(self, sqs: SyncSqs, plan: Settlement, parsed: ParsedEvent) -> list[str]:
+    def _postpone(self, sqs: SyncSqs, split: Split) -> list[str]:
         """Re-send records that came before their due time; Lambda deletes the originals."""
-        sent = sent_keys(sqs.execute(BatchRun(plan.first, limits=self._limits)))
-        ids = parsed.message_ids
-        unsent = [
-            ids[entry.params["ReceiptHandle"]]
-            for key, entry in plan.delete_after_send.items()
-            if key not in sent
-        ]
+        assert split.postpone is not None
+        postponed = sqs.run(postpone(split.postpone, delete=False, limits=self._limits))
+        early = cast(list[RecordDelivery], split.early)
+        unsent = [early[index].item_identifier for index in postponed.unsent]
         for message_id in unsent:
             log.error("re-sending early message %s failed: it will come back", message_id)
         return unsent
 
     def _process(
-        self,
-        sqs: SyncSqs,
-        batch: MessageBatch,
-        settings: QueueSettings,
-        parsed: ParsedEvent,
-        remaining: float | None,
+        self, sqs: SyncSqs, batch: MessageBatch, queue: QueueContext, remaining: float | None
     ) -> list[str]:
-        config = settings.config
-        budget = handler_budget(config.handler_timeout, remaining)
-        outcome, error = self._supervise(batch, config, budget)
-        fifo = is_fifo(parsed.queue_url)
-        plan = plan_settlement(
-            batch,
-            outcome,
-            error,
-            config,
-            queue_url=parsed.queue_url,
-            dlq_url=_dead_letter_url(parsed.queue_url, config),
-            last_failure=settings.last_failure,
-            now=self._clock(),
-            wall_now=self._wall_clock(),
-            fifo=fifo,
-            limits=self._limits,
-            acks_free=True,
+        budget = handler_budget(queue.config.handler_timeout, remaining)
+        outcome, error = self._supervise(batch, queue.config, budget)
+        now, wall_now = self._clock(), self._wall_clock()
+        closing = close_batch(
+            batch, outcome, error, queue, now=now, wall_now=wall_now, acks_free=True
         )
-        if plan.kinds.count(ActionKind.DELETE) == len(plan.kinds):
-            return []  # all acked: Lambda deletes them all, nothing to call or report
-        listed = self._settle(sqs, batch, plan, fifo=fifo)
-        deliveries = cast(list[RecordDelivery], batch._deliveries)
-        return [deliveries[index].item_identifier for index in listed]
-
-    def _settle(self, sqs: SyncSqs, batch: MessageBatch, plan: Plan, *, fifo: bool) -> list[int]:
-        """Phase one (copies, visibility changes) here; Lambda deletes what is not reported."""
-        first = sqs.execute(BatchRun(plan.settlement.first, limits=self._limits))
-        sent = sent_keys(first)
-        groups = [d.group_id for d in batch._deliveries] if fifo else []
-        decided = report(plan.kinds, {int(key[1:]) for key in sent}, groups, fifo=fifo)
-        deletes = [e for e in plan.settlement.second(sent) if int(e.key[1:]) in decided.delete]
-        second = sqs.execute(BatchRun(deletes, limits=self._limits))
-        for level, text in refusals(first, second, refused=plan.settlement.refused, batch=batch):
-            log.log(level, "settling on %s: %s", batch.queue, text)
-        for line in drops(batch, plan):
-            log.warning("%s", line)
-        return decided.listed
+        settled = sqs.run(settle_for_lambda(closing, batch, self._limits))
+        for level, text in settled.lines:
+            log.log(level, "%s", text)
+        records = cast(list[RecordDelivery], batch._deliveries)
+        return [records[index].item_identifier for index in settled.listed]
 
     # -- running the handler ---------------------------------------------------------------------
 
@@ -236,27 +187,23 @@ class LambdaAdapter:
             return str(self._client.meta.endpoint_url)
         return None
 
-    def _settings_for(self, sqs: SyncSqs, queue_url: str) -> QueueSettings:
-        """The queue's settings: one RedrivePolicy lookup per execution environment (a lookup
-        that failed for a passing reason, throttling or the network, is not kept: this
+    def _queue(self, sqs: SyncSqs, queue_url: str) -> QueueContext:
+        """The queue and its settings: one RedrivePolicy lookup per execution environment (a
+        lookup that failed for a passing reason, throttling or the network, is not kept: this
         invocation goes on without it, the next one asks again)."""
         name = queue_name(queue_url)
-        if name in self._settings:
-            return self._settings[name]
+        if name in self._queues:
+            return self._queues[name]
         config = self.config if self.config is not None else ConsumerConfig.load(name)
         check_dead_letter_queue(name, config.dead_letter_queue)
-        try:
-            answer = sqs.call("get_queue_attributes", policy_query(queue_url))
-        except SqsError as exc:
-            settings = resolve_settings(name, config, None, refused=lookup_refusal(exc))
-            if not is_transient(exc):  # AccessDenied will not change: ask once
-                self._settings[name] = settings
-        else:
-            settings = resolve_settings(name, config, answer.get("Attributes", {}))
-            self._settings[name] = settings
+        settings, keep = sqs.run(read_settings(name, queue_url, config))
         for level, note in settings.notes:
             log.log(level, "%s", note)
-        return settings
+        dlq_url = _dead_letter_url(queue_url, settings.config)
+        queue = QueueContext.of(queue_url, settings, dlq_url, self._limits)
+        if keep:
+            self._queues[name] = queue
+        return queue
 
 
 @overload
@@ -308,6 +255,10 @@ def _set_aside(parsed: ParsedEvent) -> list[str]:
             entry.reason,
         )
     return [entry.message_id for entry in parsed.set_aside]
+
+
+def _response(listed: list[str]) -> BatchResponse:
+    return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in listed]}
 
 
 def _remaining(context: LambdaContext | None) -> float | None:

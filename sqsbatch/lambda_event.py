@@ -17,6 +17,7 @@ from itertools import repeat
 from operator import itemgetter
 from typing import Any, TypedDict, cast
 
+from sqsbatch._core.ledger import ActionKind
 from sqsbatch.envelope import (
     ATTRIBUTE,
     FOREIGN,
@@ -28,7 +29,6 @@ from sqsbatch.envelope import (
 )
 from sqsbatch.errors import EventError
 from sqsbatch.message import _Delivery
-from sqsbatch.settlement import ActionKind
 
 __all__ = [
     "BatchItemFailure",

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 
-__all__ = ["Counters", "graceful_loop_signals", "graceful_signals"]
+__all__ = ["ConsumerStats", "Counters", "graceful_loop_signals", "graceful_signals"]
 
 
 @dataclass
@@ -68,3 +68,22 @@ def graceful_loop_signals(on_signal: Callable[[signal.Signals], None]) -> Iterat
         for sig, old in previous.items():
             loop.remove_signal_handler(sig)
             signal.signal(sig, old)
+
+
+@dataclass
+class ConsumerStats(Counters):
+    """Counters a consumer keeps; safe to read from any thread."""
+
+    received: int = 0
+    batches: int = 0
+    acked: int = 0
+    retried: int = 0
+    dead_lettered: int = 0
+    dropped: int = 0
+    left_to_redrive_policy: int = 0
+    postponed: int = 0
+    expired_receipts: int = 0
+    settle_failures: int = 0
+    receive_errors: int = 0
+    handler_errors: int = 0
+    handler_timeouts: int = 0

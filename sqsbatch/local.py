@@ -13,8 +13,8 @@ from types import TracebackType
 from typing import Any, Self
 
 from sqsbatch import moto_speedup
+from sqsbatch._botocore import client_config
 from sqsbatch.errors import SqsBatchError
-from sqsbatch.transport import client_config
 
 __all__ = ["LOCAL_CREDENTIALS", "LocalSqs"]
 

@@ -8,9 +8,9 @@ from datetime import datetime
 from itertools import repeat
 from typing import Any, TypeVar, overload
 
+from sqsbatch._core.ledger import Ledger, Settled, Verdict
 from sqsbatch.envelope import DecodedMessage, UserAttribute
 from sqsbatch.errors import MessageError
-from sqsbatch.settlement import Ledger, Settled, Verdict
 
 T = TypeVar("T")
 

@@ -11,15 +11,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from sqsbatch.calls import BatchRun, Entry
+from sqsbatch._core.calls import BatchRun, Entry
+from sqsbatch._core.entries import Outbound, hop_delay, send_entry
+from sqsbatch._core.shapes import is_fifo, queue_name
+from sqsbatch._sync.door import SyncSqs, default_client
 from sqsbatch.config import ProducerConfig
 from sqsbatch.envelope import ContentType, Envelope, SendAttribute, encode_attributes, encode_body
 from sqsbatch.errors import FifoError, MessageError, SendError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import check_delay
-from sqsbatch.outbox import Outbound, hop_delay, send_entry
-from sqsbatch.sqs_sync import SyncSqs, default_client
-from sqsbatch.transport import is_fifo, queue_name
 
 __all__ = [
     "MAX_SEND_BATCH",

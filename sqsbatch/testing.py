@@ -22,16 +22,16 @@ from dataclasses import KW_ONLY, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, cast
 
-from sqsbatch.async_consumer import AsyncBatchHandler
+from sqsbatch._async.flavour import AsyncBatchHandler
+from sqsbatch._core.closing import failure_of, handler_end
+from sqsbatch._core.entries import Outbound, send_entry
+from sqsbatch._core.handlers import check_handler, is_async_handler
+from sqsbatch._core.ledger import ActionKind, actions_for
+from sqsbatch._core.queue_settings import check_dead_letter_queue, resolve_settings
+from sqsbatch._core.receiving import split_received
+from sqsbatch._core.shapes import is_fifo, queue_name
+from sqsbatch._sync.flavour import BatchHandler
 from sqsbatch.config import ConsumerConfig
-from sqsbatch.consumer import BatchHandler
-from sqsbatch.consuming import (
-    check_handler,
-    failure_of,
-    handler_end,
-    is_async_handler,
-    split_received,
-)
 from sqsbatch.envelope import (
     ContentType,
     Envelope,
@@ -43,10 +43,6 @@ from sqsbatch.envelope import (
 from sqsbatch.errors import MessageError, SqsBatchError
 from sqsbatch.handler_tasks import run_async_handler, run_in_thread
 from sqsbatch.message import MessageBatch
-from sqsbatch.outbox import Outbound, send_entry
-from sqsbatch.queues import check_dead_letter_queue, resolve_settings
-from sqsbatch.settlement import ActionKind, settle
-from sqsbatch.transport import is_fifo, queue_name
 
 __all__ = ["HandlerResult", "MessageResult", "TestMessage", "run_handler", "run_handler_async"]
 
@@ -213,7 +209,7 @@ class _Run:
         ledger = self.batch._ledger
         ledger.seal()
         decisions = ledger.decisions(end.outcome)
-        actions = settle(
+        actions = actions_for(
             self.batch._settled(),
             decisions,
             max_retries=settings.config.max_retries,

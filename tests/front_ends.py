@@ -22,7 +22,7 @@ from typing import Any
 import aioboto3
 
 from sqsbatch import AsyncConsumer, ConsumerConfig, MessageBatch, lambda_handler
-from sqsbatch.transport import client_config
+from sqsbatch._botocore import client_config
 from tests.faults import throttled
 
 Script = Callable[[MessageBatch], None]

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from sqsbatch import Producer, create_queue
+from sqsbatch._async.door import AsyncSqs
 from sqsbatch.local import LocalSqs
-from sqsbatch.sqs_async import AsyncSqs
 from tests.front_ends import load_example
 from tests.sqs_helpers import depth
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqsbatch.batching import BatchWindow
+from sqsbatch._core.batching import BatchWindow
 
 
 def test_window_opens_at_the_first_message_and_is_never_reset() -> None:

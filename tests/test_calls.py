@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqsbatch.calls import BatchRun, Entry
+from sqsbatch._core.calls import BatchRun, Entry
 from sqsbatch.limits import SqsLimits
 
 

@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 from sqsbatch import ConsumerConfig, EventError, MessageBatch
-from sqsbatch.consuming import plan_settlement
+from sqsbatch._core.closing import close_batch
+from sqsbatch._core.context import QueueContext
+from sqsbatch._core.ledger import ActionKind, LastFailure, Outcome
 from sqsbatch.envelope import ATTRIBUTE, Envelope, decode
 from sqsbatch.lambda_event import (
     _checked_in_bulk,
@@ -21,7 +23,6 @@ from sqsbatch.lambda_event import (
     queue_url_from_arn,
     report,
 )
-from sqsbatch.settlement import ActionKind, LastFailure, Outcome
 
 ARN = "arn:aws:sqs:eu-west-1:123456789012:orders"
 H, D, R, L, X = (
@@ -302,36 +303,39 @@ def test_lambda_plans_the_same_actions_as_the_pollers_without_the_acks(seed: int
         random_calls(random.Random(seed), batch)
         # When each plans the settlement: the pollers with acks, Lambda without
         plans.append(
-            plan_settlement(
+            close_batch(
                 batch,
                 outcome,
                 RuntimeError("boom"),
-                config,
-                queue_url="https://sqs/1/orders",
-                dlq_url="https://sqs/1/dlq" if last_failure is LastFailure.DEAD_LETTER else None,
-                last_failure=last_failure,
+                QueueContext(
+                    "orders",
+                    "https://sqs/1/orders",
+                    "https://sqs/1/dlq" if last_failure is LastFailure.DEAD_LETTER else None,
+                    config,
+                    last_failure,
+                    fifo,
+                ),
                 now=10.0,
                 wall_now=1_700_000_100.0,
-                fifo=fifo,
                 acks_free=acks_free,
             )
         )
     full, lean = plans
     # Then every message ends the same way, and only the acks' deletes are left out
     assert lean.kinds == full.kinds
-    assert lean.settlement.first == full.settlement.first
-    assert lean.settlement.delete_after_send == full.settlement.delete_after_send
-    assert lean.settlement.refused == full.settlement.refused
+    assert lean.entries.first == full.entries.first
+    assert lean.entries.delete_after_send == full.entries.delete_after_send
+    assert lean.entries.refused == full.entries.refused
     acked = {f"d{i}" for i, kind in enumerate(full.kinds) if kind is ActionKind.DELETE}
-    kept = [e for e in full.settlement.always_delete if e.key not in acked]
+    kept = [e for e in full.entries.always_delete if e.key not in acked]
     if fifo:  # an ack behind a failure of its group is deleted here: acks keep their entries
-        kept = full.settlement.always_delete
+        kept = full.entries.always_delete
         if len(acked) == len(full.kinds):  # unless all are acked (then no failure to be behind)
-            assert lean.settlement.always_delete in (kept, [])
-            kept = lean.settlement.always_delete
-    assert lean.settlement.always_delete == kept
+            assert lean.entries.always_delete in (kept, [])
+            kept = lean.entries.always_delete
+    assert lean.entries.always_delete == kept
     # And Lambda's report is the same whichever plan it reads
-    sent = {int(key[1:]) for key in full.settlement.delete_after_send}
+    sent = {int(key[1:]) for key in full.entries.delete_after_send}
     groups = [d.group_id for d in batch._deliveries]
     assert report(lean.kinds, sent, groups, fifo=fifo) == report(
         full.kinds, sent, groups, fifo=fifo

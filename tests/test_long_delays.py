@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from sqsbatch import ConsumerConfig, MessageBatch, MessageError, Producer, create_queue
+from sqsbatch._core.entries import hop_delay, remaining_delay
 from sqsbatch.envelope import Envelope
 from sqsbatch.limits import SqsLimits
-from sqsbatch.outbox import hop_delay, remaining_delay
 from tests.delay_front_ends import NAMES, consume
 from tests.sqs_helpers import depth
 

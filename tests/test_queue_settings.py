@@ -12,8 +12,8 @@ import logging
 import pytest
 
 from sqsbatch import ConsumerConfig
-from sqsbatch.queues import QueueSettings, RedrivePolicy, resolve_settings
-from sqsbatch.settlement import LastFailure
+from sqsbatch._core.ledger import LastFailure
+from sqsbatch._core.queue_settings import QueueSettings, RedrivePolicy, resolve_settings
 
 
 def policy(dlq: str = "q-dlq", count: int = 4) -> dict[str, str]:

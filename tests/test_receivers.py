@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sqsbatch.receivers import Receivers
+from sqsbatch._core.receivers import Receivers
 
 
 def test_a_quiet_poller_runs_one_receiver_whatever_its_concurrency() -> None:

@@ -23,14 +23,16 @@ from typer.testing import CliRunner
 from redrive import BackoffPolicy, Redriver
 from redrive import cli as redrive_cli
 from sqsbatch import Consumer, ConsumerConfig, MessageBatch, Producer, create_queue
-from sqsbatch.calls import BatchRun, Entry
+from sqsbatch._botocore import translate
+from sqsbatch._core.calls import BatchRun, Entry
+from sqsbatch._core.closing import refusals
+from sqsbatch._core.receiving import split_received
+from sqsbatch._core.shapes import redact
+from sqsbatch._sync.door import SyncSqs
 from sqsbatch.cli.app import app
 from sqsbatch.cli.common import Connection
-from sqsbatch.consuming import refusals, split_received
 from sqsbatch.limits import SqsLimits
 from sqsbatch.local import LocalSqs
-from sqsbatch.sqs_sync import SyncSqs
-from sqsbatch.transport import redact, translate
 from tests.test_redrive_support import dead_letter, make_queues
 
 runner = CliRunner()
@@ -46,7 +48,8 @@ WRAPPER = """
 import os, sys
 
 from sqsbatch.cli.common import Connection
-from sqsbatch.consuming import refusals, split_received
+from sqsbatch._core.closing import refusals
+from sqsbatch._core.receiving import split_received
 
 def client(self, **_):
     secret = os.environ["AWS_SECRET_ACCESS_KEY"]  # a local a locals panel would show

@@ -6,8 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from sqsbatch.limits import SqsLimits
-from sqsbatch.settlement import (
+from sqsbatch._core.ledger import (
     ActionKind,
     Decision,
     LastFailure,
@@ -15,9 +14,10 @@ from sqsbatch.settlement import (
     Outcome,
     Settled,
     Verdict,
-    settle,
+    actions_for,
     visibility_allowed,
 )
+from sqsbatch.limits import SqsLimits
 
 ACK, RETRY = Verdict.ACK, Verdict.RETRY
 Step = Callable[[Ledger], object]
@@ -129,7 +129,7 @@ def plan(
         "wall_now": 1e9,
     }
     options.update(kwargs)
-    return [(a.kind, a.delay_seconds) for a in settle(messages, decisions, **options)]  # type: ignore[arg-type]
+    return [(a.kind, a.delay_seconds) for a in actions_for(messages, decisions, **options)]  # type: ignore[arg-type]
 
 
 def test_delay_precedence_and_explicit_zero() -> None:
@@ -184,7 +184,7 @@ def test_when_the_dlq_is_unknown_the_last_failure_is_left_to_sqs_never_deleted()
 
 def test_dead_letter_records_why() -> None:
     messages = [Settled(4, 0.0), Settled(4, 0.0)]
-    actions = settle(
+    actions = actions_for(
         messages,
         [Decision(RETRY), Decision(RETRY, explicit=False)],
         max_retries=3,
@@ -221,7 +221,7 @@ def test_fifo_retry_holds_back_the_rest_of_its_group() -> None:
         Decision(ACK, explicit=False),
     ]
     explicit_ack = Decision(ACK)
-    actions = settle(
+    actions = actions_for(
         messages,
         [*decisions[:3], explicit_ack, decisions[4]],
         max_retries=3,
@@ -239,7 +239,7 @@ def test_fifo_retry_holds_back_the_rest_of_its_group() -> None:
         (ActionKind.DELETE, 0),
         (ActionKind.DELETE, 0),
     ]
-    implicit = settle(
+    implicit = actions_for(
         messages,
         decisions,
         max_retries=3,

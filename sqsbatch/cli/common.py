@@ -19,10 +19,11 @@ from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 from typer.core import TyperGroup
 
+from sqsbatch._botocore import client_config, sqs_errors
+from sqsbatch._core.shapes import queue_name
+from sqsbatch._sync.door import SyncSqs
 from sqsbatch.cli.options import arity, hoist, tidy_help
 from sqsbatch.errors import SqsBatchError
-from sqsbatch.sqs_sync import SyncSqs
-from sqsbatch.transport import client_config, queue_name, sqs_errors
 
 __all__ = [
     "CONNECT_ATTEMPTS",

@@ -19,6 +19,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from sqsbatch._core.receiving import connections_for
 from sqsbatch.cli.common import CliError, Connection, connection, err, out, print_json
 from sqsbatch.cli.foreground import Foreground
 from sqsbatch.cli.logs import (
@@ -30,7 +31,6 @@ from sqsbatch.cli.logs import (
     log_level,
 )
 from sqsbatch.config import ConsumerConfig
-from sqsbatch.consuming import connections_for
 from sqsbatch.lifecycle import Counters
 from sqsbatch.limits import SqsLimits
 

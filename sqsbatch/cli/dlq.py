@@ -16,10 +16,10 @@ from rich.table import Table
 if TYPE_CHECKING:
     from redrive import MoveReport, MoveRow
 
+from sqsbatch._core.shapes import queue_name
 from sqsbatch.cli.common import CliError, ask, err, fail, out, print_json, queue_attributes, sqs_for
 from sqsbatch.cli.filters import Select, parse_filters
 from sqsbatch.errors import ConfigError
-from sqsbatch.transport import queue_name
 
 __all__ = ["app"]
 

@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from sqsbatch._core.shapes import queue_name
 from sqsbatch.cli.common import (
     CliError,
     err,
@@ -33,7 +34,6 @@ from sqsbatch.cli.peek import (
 from sqsbatch.cli.sending import Line, check_lines, read_input, read_lines, send_lines
 from sqsbatch.envelope import ContentType, UserAttribute, decode, payload_size
 from sqsbatch.producer import MessageSendRequest, Producer
-from sqsbatch.transport import queue_name
 
 __all__ = ["app", "describe"]
 

@@ -23,11 +23,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqsbatch._core.shapes import is_fifo, receive_params
+from sqsbatch._sync.door import SyncSqs
 from sqsbatch.cli.escape import printable
 from sqsbatch.envelope import decode
 from sqsbatch.errors import SqsBatchError
-from sqsbatch.sqs_sync import SyncSqs
-from sqsbatch.transport import is_fifo, receive_params
 
 __all__ = [
     "HOLD_SECONDS",

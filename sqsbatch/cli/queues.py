@@ -10,6 +10,8 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from sqsbatch._core.shapes import queue_name
+from sqsbatch._sync.door import SyncSqs
 from sqsbatch.cli.common import (
     CliError,
     ask,
@@ -25,8 +27,6 @@ from sqsbatch.cli.common import (
 from sqsbatch.cli.peek import at_limit_line, max_receive_count, peek, peek_note
 from sqsbatch.errors import QueueNotFound
 from sqsbatch.queues import create_queue
-from sqsbatch.sqs_sync import SyncSqs
-from sqsbatch.transport import queue_name
 
 __all__ = ["app"]
 

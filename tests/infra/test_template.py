@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match, Template
 
+from sqsbatch._core.queue_settings import resolve_settings
 from sqsbatch.cdk.encryption import QUEUE_RECEIVE, QUEUE_SEND
 from sqsbatch.cdk.rules import VISIBILITY_FACTOR, consumer_environment
 from sqsbatch.cdk.settings import FOURTEEN_DAYS, QueuePlan
 from sqsbatch.config import ConsumerConfig
-from sqsbatch.queues import resolve_settings
 from tests.infra.conftest import (
     Synthesis,
     arn_of,

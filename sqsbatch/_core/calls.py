@@ -15,8 +15,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqsbatch._core.backoff import round_pause
+from sqsbatch._core.shapes import redact
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
-from sqsbatch.transport import redact
 
 __all__ = ["GONE_CODES", "BatchRun", "Call", "Entry", "EntryResult"]
 
@@ -100,7 +101,7 @@ class BatchRun:
 
     def backoff_seconds(self) -> float:
         """How long to wait before executing the current round (0 for the first)."""
-        return 0.0 if self.rounds <= 1 else 0.1 * 2 ** (self.rounds - 2)
+        return round_pause(self.rounds)
 
     def record(self, call: Call, response: Mapping[str, Any]) -> None:
         """Feed back the response of `call`, entry by entry."""

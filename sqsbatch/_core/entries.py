@@ -1,9 +1,9 @@
 """Entries to send, hide and delete: settlement, dead-lettering and delay hops, without I/O.
 
-Settlement runs in two phases so that nothing is lost: first the sends (dead-letter copies and
-re-sent long delays) and the visibility changes, then one round of deletes for the acked messages
-and for every message whose copy SQS accepted. A crash between the phases can duplicate a
-message, never lose one.
+Settling runs in two phases (`TwoPhase`) so that nothing is lost: first the sends (dead-letter
+copies and re-sent long delays) and the visibility changes, then one round of deletes for the
+acked messages and for every message whose copy SQS accepted. A crash between the phases can
+duplicate a message, never lose one.
 """
 
 from __future__ import annotations
@@ -14,22 +14,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sqsbatch.calls import Entry
+from sqsbatch._core.calls import Entry
+from sqsbatch._core.ledger import Action, ActionKind
 from sqsbatch.envelope import ATTRIBUTE as META
 from sqsbatch.envelope import AttributeValue, DecodedMessage, Envelope, carry, payload_size
 from sqsbatch.errors import FifoError, MessageError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
-from sqsbatch.settlement import Action, ActionKind
 
 __all__ = [
     "Outbound",
-    "Settlement",
+    "TwoPhase",
     "copy_of",
     "hop_delay",
     "is_premature",
-    "postponement",
+    "postpone_entries",
     "send_entry",
-    "settlement",
+    "settle_entries",
 ]
 
 
@@ -118,7 +118,7 @@ def copy_of(
 
 
 @dataclass
-class Settlement:
+class TwoPhase:
     """Phase one (sends, visibility changes), then the deletes that may follow it."""
 
     first: list[Entry]
@@ -134,7 +134,7 @@ class Settlement:
         return self.always_delete + after
 
 
-def settlement(
+def settle_entries(
     messages: Sequence[tuple[DecodedMessage, str]],
     actions: Sequence[Action],
     *,
@@ -144,9 +144,9 @@ def settlement(
     wall_now: float,
     fifo: bool = False,
     limits: SqsLimits = SQS_LIMITS,
-) -> Settlement:
+) -> TwoPhase:
     """Entries for settling `messages` (decoded, receipt handle) as `actions` say."""
-    plan = Settlement([], [], {})
+    plan = TwoPhase([], [], {})
     for action in actions:
         message, receipt = messages[action.index]
         i = action.index
@@ -167,18 +167,18 @@ def settlement(
     return plan
 
 
-def postponement(
+def postpone_entries(
     messages: Sequence[tuple[DecodedMessage, str]],
     *,
     queue_url: str,
     wall_now: float,
     limits: SqsLimits = SQS_LIMITS,
-) -> Settlement:
+) -> TwoPhase:
     """Re-send messages received before they were due, for the time still to wait.
 
     The copy keeps the carried attempts, so an early receive costs no attempt.
     """
-    plan = Settlement([], [], {})
+    plan = TwoPhase([], [], {})
     for i, (message, receipt) in enumerate(messages):
         assert message.envelope.due_at is not None
         envelope = carry(message)
@@ -200,7 +200,7 @@ def send_entry_or_reason(
         return str(exc)
 
 
-def _add_send(plan: Settlement, index: int, send: Entry | str, delete: Entry) -> None:
+def _add_send(plan: TwoPhase, index: int, send: Entry | str, delete: Entry) -> None:
     if isinstance(send, str):
         plan.refused[index] = send
         return

@@ -1,8 +1,8 @@
-"""Settlement: what happens to each message of a batch once its handler is done.
+"""The ledger and the actions: what happens to each message of a batch once its handler is done.
 
 `Ledger` records the handler's `ack`/`retry` calls with Cloudflare's precedence (first call on a
 message wins; a batch-level call covers the messages with no call before it and freezes the
-rest; between `ack_all` and `retry_all` the first wins). `settle` turns the ledger and the
+rest; between `ack_all` and `retry_all` the first wins). `actions_for` turns the ledger and the
 handler's outcome into one `Action` per message: delete, hide for a delay, re-send (delays past
 the visibility ceiling), dead-letter, drop, or leave to the queue's RedrivePolicy. Pure: clocks
 come in as arguments.
@@ -27,7 +27,7 @@ __all__ = [
     "Outcome",
     "Settled",
     "Verdict",
-    "settle",
+    "actions_for",
     "visibility_allowed",
 ]
 
@@ -153,7 +153,7 @@ class Settled:
     group_id: str | None = None
 
 
-def settle(
+def actions_for(
     messages: Sequence[Settled],
     decisions: Sequence[Decision],
     *,

@@ -1,0 +1,163 @@
+"""What the asyncio flavour does its own way, and nothing else (`sqsbatch._sync.flavour` is the
+threads twin, name for name): the client, a sleep, an event any thread may set, units of work,
+a handler run against a deadline, and signals. The door and the poller beside it are written
+once on top of these, and unasync makes their sync twins.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext, suppress
+from typing import TYPE_CHECKING, Any, Protocol
+
+from sqsbatch._botocore import client_config
+from sqsbatch.handler_tasks import awaited, cancel_handler, handler_failure
+from sqsbatch.lifecycle import graceful_loop_signals as graceful
+from sqsbatch.message import MessageBatch
+
+if TYPE_CHECKING:
+    from sqsbatch._async.door import AsyncSqs
+
+__all__ = [
+    "HANDLER_IS_ASYNC",
+    "AsyncBatchHandler",
+    "Flag",
+    "HandlerRun",
+    "Sleep",
+    "Slots",
+    "counter_lock",
+    "default_client",
+    "graceful",
+    "opened",
+    "sleep",
+]
+
+HANDLER_IS_ASYNC = True
+
+
+class AsyncBatchHandler(Protocol):
+    def __call__(self, batch: MessageBatch, /) -> Awaitable[object]: ...
+
+
+def default_client(*, max_pool_connections: int = 10) -> Any:
+    """An aioboto3 SQS client, to enter with `async with`; the endpoint comes from
+    `AWS_ENDPOINT_URL_SQS`/`AWS_ENDPOINT_URL`. The pool must hold every concurrent long poll."""
+    import aioboto3  # noqa: PLC0415 - keeps `import sqsbatch` light for Lambda cold starts
+
+    config = client_config(max_pool_connections=max_pool_connections)
+    return aioboto3.Session().client("sqs", config=config)
+
+
+@asynccontextmanager
+async def opened(sqs: AsyncSqs, max_pool_connections: int) -> AsyncIterator[None]:
+    """A door without a client gets one for the block (aiobotocore's must be closed)."""
+    if sqs.client is not None:
+        yield
+        return
+    async with default_client(max_pool_connections=max_pool_connections) as client:
+        sqs.client = client
+        try:
+            yield
+        finally:
+            sqs.client = None
+
+
+def counter_lock() -> AbstractContextManager[object]:
+    """One event loop, one thread: counting needs no lock."""
+    return nullcontext()
+
+
+Sleep = Callable[[float], Awaitable[None]]
+sleep: Sleep = asyncio.sleep
+
+
+class Flag:
+    """An event that any thread (or a signal handler, or a handler) may set; the loop that
+    `bind`s it waits on it."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def bind(self) -> None:
+        """A fresh, unset event on the running loop (an asyncio event belongs to one loop)."""
+        self._loop = asyncio.get_running_loop()
+        self._event = asyncio.Event()
+
+    def unbind(self) -> None:
+        self._loop = None
+
+    def set(self) -> None:
+        loop = self._loop
+        if loop is None or _in_loop(loop):
+            self._event.set()
+        else:
+            loop.call_soon_threadsafe(self._event.set)
+
+    def clear(self) -> None:
+        self._event.clear()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    async def wait(self, timeout: float) -> bool:
+        """Wait until set, or `timeout` seconds; whether it is set."""
+        with suppress(TimeoutError):
+            await asyncio.wait_for(self._event.wait(), timeout)
+        return self._event.is_set()
+
+
+def _in_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
+class Slots:
+    """The poller's units of work, one task each; leaving the block waits for every one
+    (graceful: receivers deliver, in-flight batches finish and settle)."""
+
+    def __init__(self, size: int) -> None:
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def __aenter__(self) -> Slots:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._tasks:
+            await asyncio.wait(self._tasks)
+
+    def start(
+        self, work: Callable[[float | None], Coroutine[Any, Any, None]], arg: float | None
+    ) -> None:
+        task = asyncio.create_task(work(arg))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+_ABANDONED: set[asyncio.Task[object]] = set()
+"""Timed-out handlers that ignore their cancellation, held until they end."""
+
+
+class HandlerRun:
+    """A handler running on a batch, as a task of its own so that it can be cancelled."""
+
+    def __init__(self, handler: AsyncBatchHandler, batch: MessageBatch) -> None:
+        self._task: asyncio.Task[object] = asyncio.create_task(awaited(handler(batch)))
+
+    def done(self) -> bool:
+        return self._task.done()
+
+    async def wait(self, timeout: float) -> bool:
+        """Wait until it is done, or `timeout` seconds; whether it is done."""
+        done, _ = await asyncio.wait({self._task}, timeout=timeout)
+        return bool(done)
+
+    async def abandon(self, queue: str) -> None:
+        """Past `handler_timeout`: cancel it (one that ignores cancellation runs on, unwaited)."""
+        await cancel_handler(self._task, queue, _ABANDONED)
+
+    def failure(self) -> BaseException | None:
+        return handler_failure(self._task)

@@ -1,0 +1,296 @@
+"""The long-running poller (ECS, EC2, a laptop), written once for both flavours.
+
+`sqsbatch/_async/poller.py` is the source and `sqsbatch/_sync/poller.py` is generated from it by
+unasync (`make twins`; a test fails when it is stale): edit the source, never the generated
+file. What threads and asyncio do their own way (the client, an event any thread may set, units
+of work, a handler run against a deadline, signals) is in the flavour module beside each.
+
+A thin shell: every decision comes from the core (`sqsbatch._core`), and every exchange with SQS
+is one of its flows, driven by the door. The loop starts receivers as `Receivers` allows (one
+while the queue is quiet, up to `max_concurrency` while it has a backlog); each holds a slot: it
+assembles its own batch window, then supervises its handler (heartbeat, `handler_timeout`) and
+settles its batch in batch calls.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import signal
+import time
+from collections.abc import Callable
+from typing import Any
+
+from sqsbatch._async.door import AsyncSqs
+from sqsbatch._async.flavour import (
+    HANDLER_IS_ASYNC,
+    AsyncBatchHandler,
+    Flag,
+    HandlerRun,
+    Slots,
+    counter_lock,
+    graceful,
+    opened,
+)
+from sqsbatch._core.batching import BatchWindow
+from sqsbatch._core.closing import close_batch, handler_end
+from sqsbatch._core.context import QueueContext
+from sqsbatch._core.flows import ReceiveErrors, heartbeat, read_settings, receive, settle
+from sqsbatch._core.handlers import check_handler
+from sqsbatch._core.heartbeat import Watch
+from sqsbatch._core.ledger import Outcome
+from sqsbatch._core.queue_settings import check_dead_letter_queue
+from sqsbatch._core.receivers import Receivers
+from sqsbatch._core.receiving import Assembly, connections_for, is_idle, receive_visibility
+from sqsbatch.config import ConsumerConfig
+from sqsbatch.errors import ConfigError, SqsBatchError
+from sqsbatch.lifecycle import ConsumerStats
+from sqsbatch.limits import SQS_LIMITS, SqsLimits
+from sqsbatch.message import MessageBatch, _Delivery
+
+__all__ = ["AsyncConsumer"]
+
+log = logging.getLogger("sqsbatch")
+
+WAKE_SECONDS = 0.5
+"""How long the loop waits for news from its slots before it looks again anyway."""
+
+
+class AsyncConsumer:
+    """Polls one queue and hands batches to `handler`, with Cloudflare Queues' semantics.
+
+    `client`: a boto3 SQS client for `Consumer`, an aiobotocore one already entered
+    (`async with session.client(...)`) for `AsyncConsumer`; without one, `run()` makes its own.
+    """
+
+    def __init__(
+        self,
+        queue: str,
+        handler: AsyncBatchHandler,
+        config: ConsumerConfig | None = None,
+        *,
+        client: Any = None,
+        limits: SqsLimits = SQS_LIMITS,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        check_handler(handler, is_async=HANDLER_IS_ASYNC)
+        self.config = config if config is not None else ConsumerConfig.load(queue)
+        check_dead_letter_queue(queue, self.config.dead_letter_queue)
+        self.queue = queue
+        self.handler = handler
+        self.stats = ConsumerStats()
+        self._limits = limits
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._stopping = Flag()
+        self._changed = Flag()  # a slot has news: a receiver ended, a batch settled
+        self._lock = counter_lock()
+        self._receivers = Receivers(self.config.max_concurrency)
+        self._random = random.Random()
+        self._sqs = AsyncSqs(client)
+        self._context: QueueContext | None = None
+        self._last_activity = 0.0
+        self._receive_errors = ReceiveErrors()
+        self._fatal: SqsBatchError | None = None
+
+    @property
+    def requests(self) -> int:
+        """SQS requests made so far (the bill)."""
+        return sum(self._sqs.requests.values())
+
+    @property
+    def requests_by_operation(self) -> dict[str, int]:
+        """SQS requests made so far, per boto3 operation name."""
+        return dict(self._sqs.requests)
+
+    def stop(self) -> None:
+        """Stop receiving; in-flight batches finish and settle, then `run()` returns.
+
+        Safe to call from another thread, from a signal handler or from a handler.
+        """
+        self._stopping.set()
+        self._changed.set()
+
+    async def run(self) -> None:
+        """Poll until `stop()` or SIGTERM/SIGINT, then shut down gracefully."""
+        with graceful(self._on_signal):
+            await self._loop(idle_seconds=None)
+
+    async def run_until_idle(self, idle_seconds: float = 1.0) -> None:
+        """Poll until nothing arrived for `idle_seconds` and nothing is in flight."""
+        if idle_seconds <= 0:
+            raise ConfigError(f"idle_seconds={idle_seconds!r} is invalid: must be > 0")
+        await self._loop(idle_seconds=idle_seconds)
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    async def _start(self) -> QueueContext:
+        self._stopping.bind()
+        self._changed.bind()
+        self._receivers = Receivers(self.config.max_concurrency)
+        self._fatal = None
+        url = await self._sqs.queue_url(self.queue)
+        settings, _ = await self._sqs.run(read_settings(self.queue, url, self.config))
+        for level, note in settings.notes:
+            log.log(level, "%s", note)
+        dlq = settings.config.dead_letter_queue
+        dlq_url = await self._sqs.queue_url(dlq) if dlq is not None else None
+        self._last_activity = self._clock()
+        return QueueContext.of(url, settings, dlq_url, self._limits)
+
+    async def _loop(self, idle_seconds: float | None) -> None:
+        async with opened(self._sqs, connections_for(self.config)):
+            self._context = await self._start()
+            try:
+                async with Slots(self.config.max_concurrency) as slots:
+                    while not self._stopping.is_set():
+                        self._changed.clear()
+                        count = self._next_receivers(idle_seconds)
+                        if count is None:
+                            break
+                        for _ in range(count):
+                            slots.start(self._serve, idle_seconds)
+                        await self._changed.wait(WAKE_SECONDS)
+            finally:
+                self._stopping.unbind()
+                self._changed.unbind()
+        log.info("consumer of %s stopped: %s", self.queue, self.stats.as_dict())
+        if self._fatal is not None:
+            raise self._fatal
+
+    def _next_receivers(self, idle_seconds: float | None) -> int | None:
+        """How many receivers to start now; None once idle with nothing in flight."""
+        idle = is_idle(idle_seconds, self._clock() - self._last_activity)
+        with self._lock:
+            return self._receivers.start(stopping=self._stopping.is_set(), idle=idle)
+
+    async def _serve(self, idle_seconds: float | None) -> None:
+        """One slot: receive a batch of its own, then hand it to the handler and settle it."""
+        deliveries: list[_Delivery] = []
+        try:
+            deliveries = await self._assemble(idle_seconds)
+        except Exception:  # a bug of ours: what was received reappears after its visibility
+            log.exception("receiving from %s failed", self.queue)
+        finally:
+            self._stopped_receiving(with_batch=bool(deliveries))
+        if deliveries:
+            try:
+                await self._process(deliveries)
+            finally:
+                self._settled()
+
+    def _received(self, got: int, asked: int) -> bool:
+        with self._lock:
+            return self._receivers.received(got=got, asked=asked)
+
+    def _stopped_receiving(self, *, with_batch: bool) -> None:
+        with self._lock:
+            self._receivers.stopped_receiving(with_batch=with_batch)
+        self._changed.set()
+
+    def _settled(self) -> None:
+        with self._lock:
+            self._receivers.settled()
+        self._changed.set()
+
+    async def _assemble(self, idle_seconds: float | None) -> list[_Delivery]:
+        """Receive until the batch is due (full or window closed), or until stop/idle."""
+        window: BatchWindow[_Delivery] = BatchWindow(
+            self.config.max_batch_size, self.config.max_batch_timeout, self._limits
+        )
+        assembly = Assembly(window, idle_seconds)
+        now = self._clock()
+        stopping = self._stopping.is_set
+        while ask := assembly.next_receive(now, now - self._last_activity, stopping=stopping()):
+            asked, wait_seconds = ask
+            received = await self._receive(asked, wait_seconds, window.remaining(now))
+            now = self._clock()
+            assembly.surplus = self._received(len(received), asked)
+            if not assembly.add(received, asked=asked, now=now, stopping=stopping()):
+                break
+        return window.take()
+
+    async def _receive(self, asked: int, wait_seconds: int, window_left: float) -> list[_Delivery]:
+        context = self._require_context()
+        flow = receive(
+            self.queue,
+            context.url,
+            asked=asked,
+            wait_seconds=wait_seconds,
+            visibility=receive_visibility(self.config, window_left, self._limits),
+            received_at=self._clock(),
+            wall_clock=self._wall_clock,
+            errors=self._receive_errors,
+            random=self._random,
+            limits=self._limits,
+        )
+        received = await self._sqs.run(flow)
+        self.stats.add(received.counts)
+        if received.line is not None:
+            log.log(received.line[0], "%s", received.line[1])
+        if received.fatal is not None:
+            self._fatal = received.fatal
+            self.stop()
+        elif received.pause:
+            await self._stopping.wait(received.pause)
+        if received.deliveries:
+            self._last_activity = self._clock()
+        return received.deliveries
+
+    def _require_context(self) -> QueueContext:
+        assert self._context is not None, "the loop starts before its slots do"
+        return self._context
+
+    # -- one batch, in its own slot --------------------------------------------------------------
+
+    async def _process(self, deliveries: list[_Delivery]) -> None:
+        context = self._require_context()
+        batch = MessageBatch(context.name, deliveries)
+        try:
+            outcome, error = await self._supervise(batch)
+            now, wall_now = self._clock(), self._wall_clock()
+            closing = close_batch(batch, outcome, error, context, now=now, wall_now=wall_now)
+            settled = await self._sqs.run(settle(closing, batch, self._limits))
+            self.stats.add(settled.counts)
+            for level, text in settled.lines:
+                log.log(level, "%s", text)
+        except Exception:  # a bug of ours: the messages reappear after their visibility
+            log.exception("settling a batch of %s failed", self.queue)
+        finally:
+            self._last_activity = self._clock()
+
+    async def _supervise(self, batch: MessageBatch) -> tuple[Outcome, BaseException | None]:
+        """Run the handler; keep its messages hidden while it runs; give up at the timeout."""
+        run = HandlerRun(self.handler, batch)
+        watch = Watch.start(self._clock(), self.config)
+        deliveries = batch._deliveries
+        timed_out = False
+        while not run.done():
+            now = self._clock()
+            if watch.timed_out(now):
+                timed_out = True
+                await run.abandon(self.queue)
+                break
+            if not await run.wait(max(0.0, watch.wake_at(deliveries) - now)):
+                await self._heartbeat(deliveries)
+        error = None if timed_out else run.failure()
+        end = handler_end(batch, self.config, timed_out=timed_out, error=error)
+        self.stats.add(end.counts)
+        if end.log is not None:
+            log.log(end.log[0], "%s", end.log[1], exc_info=end.error)
+        return end.outcome, end.error
+
+    async def _heartbeat(self, deliveries: list[_Delivery]) -> None:
+        flow = heartbeat(
+            deliveries,
+            queue_url=self._require_context().url,
+            now=self._clock(),
+            visibility_timeout=self.config.visibility_timeout,
+            limits=self._limits,
+        )
+        self.stats.add({"expired_receipts": await self._sqs.run(flow)})
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        log.info("%s: stopping after in-flight batches", sig.name)
+        self.stop()

@@ -1,0 +1,227 @@
+"""Closing a batch: how its handler ended, what each message becomes, what to count and log.
+
+`close_batch` seals the ledger and turns the handler's calls and outcome into actions
+(`ledger.actions_for`) and entries (`entries.settle_entries`); `tally`, `refusals` and `drops`
+read what SQS accepted, entry by entry, once the settle flow has run. No I/O.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from sqsbatch._core.calls import BatchRun
+from sqsbatch._core.context import QueueContext
+from sqsbatch._core.entries import TwoPhase, settle_entries
+from sqsbatch._core.ledger import ActionKind, Outcome, Verdict, actions_for
+from sqsbatch.config import ConsumerConfig
+from sqsbatch.envelope import DecodedMessage
+from sqsbatch.message import LazyView, MessageBatch, _Delivery
+
+__all__ = [
+    "Closing",
+    "HandlerEnd",
+    "close_batch",
+    "drops",
+    "failure_of",
+    "handler_end",
+    "refusals",
+    "sent_keys",
+    "tally",
+]
+
+
+@dataclass(frozen=True)
+class HandlerEnd:
+    """How a handler call ended, what to count and what to log (with `error`'s traceback)."""
+
+    outcome: Outcome
+    error: BaseException | None
+    counts: dict[str, int]
+    log: tuple[int, str] | None
+
+
+LOGGED_IDS = 5
+"""How many message ids a failed batch's log line names."""
+
+
+def handler_end(
+    batch: MessageBatch, config: ConsumerConfig, *, timed_out: bool, error: BaseException | None
+) -> HandlerEnd:
+    """Past the deadline the batch failed, whatever the handler does later; else raise or return."""
+    if timed_out:
+        note = f"handler for {batch.queue} ran past {config.handler_timeout:g} s{_which(batch)}"
+        return HandlerEnd(Outcome.TIMED_OUT, None, {"handler_timeouts": 1}, (logging.ERROR, note))
+    if error is not None:
+        note = f"handler for {batch.queue} raised {error!r}{_which(batch)}"
+        return HandlerEnd(Outcome.RAISED, error, {"handler_errors": 1}, (logging.WARNING, note))
+    return HandlerEnd(Outcome.RETURNED, None, {}, None)
+
+
+def _which(batch: MessageBatch) -> str:
+    """` on a batch of 12 messages (ids a, b, c, d, e and 7 more)`."""
+    ids = [message.id for message in batch.messages]
+    shown = ", ".join(ids[:LOGGED_IDS])
+    more = f" and {len(ids) - LOGGED_IDS} more" if len(ids) > LOGGED_IDS else ""
+    plural = "s" if len(ids) != 1 else ""
+    return f" on a batch of {len(ids)} message{plural} (ids {shown}{more})"
+
+
+def failure_of(
+    outcome: Outcome, error: BaseException | None, handler_timeout: float
+) -> tuple[str, str]:
+    """What a dead-lettered copy records as the reason its last delivery failed."""
+    if outcome is Outcome.TIMED_OUT:
+        return "HandlerTimeout", f"the handler ran past handler_timeout={handler_timeout:g} s"
+    if error is not None:
+        return type(error).__name__, str(error)
+    return "GroupOrder", "held back behind a retried message of its FIFO group"
+
+
+@dataclass
+class Closing:
+    """A closed batch: its entries, and what each message became (`kinds`, by index)."""
+
+    entries: TwoPhase
+    kinds: list[ActionKind]
+    fifo: bool = False
+    bulk_ack: bool = False
+    """Every message was acked by one decision (no call at all, or `ack_all()`)."""
+
+
+def close_batch(
+    batch: MessageBatch,
+    outcome: Outcome,
+    error: BaseException | None,
+    context: QueueContext,
+    *,
+    now: float,
+    wall_now: float,
+    acks_free: bool = False,
+) -> Closing:
+    """Seal the batch and decide what happens to each of its messages.
+
+    `acks_free`: the front end deletes acked messages without being told (Lambda deletes every
+    record left out of `batchItemFailures`), so an acked message gets no entry; every other
+    entry, and `kinds`, are the same. A batch that every message leaves acked is decided in bulk.
+    On a FIFO queue acks keep their entries but for that bulk case: an ack behind a failure of
+    its group is reported to Lambda, and deleted by the front end itself.
+    """
+    ledger = batch._ledger
+    ledger.seal()
+    size = len(batch._deliveries)
+    config, fifo, limits = context.config, context.fifo, context.limits
+    if acks_free:
+        uniform = ledger.uniform(outcome)
+        if uniform is not None and uniform.verdict is Verdict.ACK:
+            return Closing(TwoPhase([], [], {}), [ActionKind.DELETE] * size, fifo, bulk_ack=True)
+    actions = actions_for(
+        batch._settled(),
+        ledger.decisions(outcome),
+        max_retries=config.max_retries,
+        retry_delay=config.retry_delay,
+        last_failure=context.last_failure,
+        failure=failure_of(outcome, error, config.handler_timeout),
+        now=now,
+        wall_now=wall_now,
+        fifo=fifo,
+        limits=limits,
+        with_acks=fifo or not acks_free,
+    )
+    plan = settle_entries(
+        LazyView(batch._deliveries, _pair),
+        actions,
+        queue_url=context.url,
+        queue=batch.queue,
+        dlq_url=context.dlq_url,
+        wall_now=wall_now,
+        fifo=fifo,
+        limits=limits,
+    )
+    kinds = [ActionKind.DELETE] * size
+    for action in actions:
+        kinds[action.index] = action.kind
+    return Closing(plan, kinds, fifo)
+
+
+def _pair(delivery: _Delivery) -> tuple[DecodedMessage, str]:
+    return delivery.decoded, delivery.receipt_handle
+
+
+_COUNTER = {
+    ActionKind.DELETE: "acked",
+    ActionKind.HIDE: "retried",
+    ActionKind.RESEND: "retried",
+    ActionKind.DEAD_LETTER: "dead_lettered",
+    ActionKind.DROP: "dropped",
+    ActionKind.LEAVE: "left_to_redrive_policy",
+}
+
+
+def sent_keys(first: BatchRun) -> set[str]:
+    """The send entries (`s<index>`) SQS accepted: their messages may now be deleted."""
+    return {result.key for result in first.ok() if result.key.startswith("s")}
+
+
+def refusals(
+    *runs: BatchRun, refused: Mapping[int, str] | None = None, batch: MessageBatch | None = None
+) -> list[tuple[int, str]]:
+    """(log level, text) per entry SQS refused, or copy it would refuse; an expired receipt is
+    no error of ours. Given the `batch`, each text names its message's id (never its body)."""
+
+    def about(key: str) -> str:
+        return "" if batch is None else f"message {batch.messages[int(key[1:])].id}: "
+
+    found = [
+        (
+            logging.INFO if result.gone else logging.ERROR,
+            f"{about(result.key)}{result.code} {result.message or ''}",
+        )
+        for run in runs
+        for result in run.failed()
+    ]
+    return found + [
+        (logging.ERROR, f"left for the RedrivePolicy: {why}") for why in (refused or {}).values()
+    ]
+
+
+_LAST_FAILURE_LOG = {
+    ActionKind.DROP: "deleted, the queue has no RedrivePolicy and no dead_letter_queue",
+    ActionKind.LEAVE: "left for the queue's RedrivePolicy, no dead-letter queue is known",
+}
+
+
+def drops(batch: MessageBatch, plan: Closing) -> list[str]:
+    """A log line per message whose last delivery failed and that was deleted (the queue has no
+    RedrivePolicy, no DLQ is configured) or left to the queue's RedrivePolicy."""
+    messages = batch.messages
+    return [
+        f"message {messages[index].id} of {batch.queue} failed its last delivery (attempt "
+        f"{messages[index].attempts}): {_LAST_FAILURE_LOG[kind]}"
+        for index, kind in enumerate(plan.kinds)
+        if kind is ActionKind.DROP or kind is ActionKind.LEAVE  # no hash of each kind
+    ]
+
+
+def tally(plan: Closing, first: BatchRun, second: BatchRun) -> dict[str, int]:
+    """Counters for a settled batch, from what SQS accepted entry by entry.
+
+    A message whose receipt had expired "may be redelivered": it is counted apart from real
+    failures, and neither is counted as settled.
+    """
+    counts = {name: 0 for name in _COUNTER.values()}
+    counts |= {"batches": 1, "expired_receipts": 0, "settle_failures": 0}
+    failed: dict[int, list[bool]] = {}
+    for result in (*first.failed(), *second.failed()):
+        failed.setdefault(int(result.key[1:]), []).append(result.gone)
+    for index, kind in enumerate(plan.kinds):
+        if index in plan.entries.refused:
+            counts["settle_failures"] += 1
+        elif index not in failed:
+            counts[_COUNTER[kind]] += 1
+        elif all(failed[index]):
+            counts["expired_receipts"] += 1
+        else:
+            counts["settle_failures"] += 1
+    return counts

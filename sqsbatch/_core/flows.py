@@ -1,0 +1,272 @@
+"""Every exchange with SQS, written once: a flow yields the calls it needs and takes the answers.
+
+A flow is a generator. It yields a `Request` (one SQS API call) and is sent SQS's answer back, or
+has the translated `SqsBatchError` thrown in at that `yield`; it yields a `Pause` to wait between
+rounds of retries; it returns what it concluded as a value (counts, refusals, what to log), and
+never logs, sleeps or calls anything itself. The pattern is httpx's `auth_flow`, driven from
+both `sync_auth_flow` and `async_auth_flow`: here exactly two drivers exist,
+`sqsbatch._async.door.AsyncSqs.run` and its generated twin `sqsbatch._sync.door.SyncSqs.run`, and
+every front end (both pollers, the Lambda adapter, the redrive daemon and the manual redrive)
+goes through one of them.
+
+The flows: `batch_calls` (a `BatchRun`, chunked and reconciled per entry), `settle` (the two
+phases of a settled batch), `settle_for_lambda` (the same, deleting only what Lambda will not),
+`postpone` (early delay hops), `heartbeat` (visibility extensions), `receive` and
+`read_settings` (the queue's RedrivePolicy at start).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from sqsbatch._core.backoff import Uniform, pause_seconds
+from sqsbatch._core.calls import BatchRun
+from sqsbatch._core.closing import Closing, drops, refusals, sent_keys, tally
+from sqsbatch._core.entries import TwoPhase
+from sqsbatch._core.heartbeat import extended, heartbeat_entries
+from sqsbatch._core.queue_settings import (
+    QueueSettings,
+    lookup_refusal,
+    policy_query,
+    resolve_settings,
+)
+from sqsbatch._core.receiving import split_received
+from sqsbatch._core.shapes import is_transient, receive_params
+from sqsbatch.config import ConsumerConfig
+from sqsbatch.errors import QueueNotFound, SqsBatchError, SqsError
+from sqsbatch.lambda_event import report
+from sqsbatch.limits import SQS_LIMITS, SqsLimits
+from sqsbatch.message import MessageBatch, _Delivery
+
+__all__ = [
+    "Flow",
+    "Line",
+    "Pause",
+    "Postponed",
+    "ReceiveErrors",
+    "Received",
+    "Request",
+    "Settled",
+    "batch_calls",
+    "heartbeat",
+    "postpone",
+    "read_settings",
+    "receive",
+    "settle",
+    "settle_for_lambda",
+]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Request:
+    """One SQS API call: the boto3 operation name and its parameters."""
+
+    op: str
+    params: Mapping[str, Any]
+    queue: str | None = None
+    """The queue named in a translated error (default: the one in `QueueUrl`)."""
+
+
+@dataclass(frozen=True)
+class Pause:
+    """Wait this long before the next request (backoff between rounds of entry retries)."""
+
+    seconds: float
+
+
+Flow = Generator[Request | Pause, Any, T]
+Line = tuple[int, str]
+"""(logging level, text): what a flow found worth logging; the shell logs it."""
+
+
+def batch_calls(run: BatchRun) -> Flow[BatchRun]:
+    """Execute `run` round by round until every entry is settled or given up.
+
+    A call that fails as a whole is recorded against each of its entries: retried next round
+    when SQS's fault is transient, given up otherwise (a missing queue never comes back).
+    """
+    while calls := run.next_calls():
+        if wait := run.backoff_seconds():
+            yield Pause(wait)
+        for call in calls:
+            try:
+                answer = yield Request(call.op, call.params(), call.queue_url)
+            except QueueNotFound as exc:
+                run.record_error(call, exc.code, str(exc), retryable=False)
+            except SqsError as exc:
+                run.record_error(call, exc.code, str(exc), retryable=is_transient(exc))
+            else:
+                run.record(call, answer)
+    return run
+
+
+@dataclass(frozen=True)
+class Settled:
+    """What settling a batch concluded: counters, and lines for the operator."""
+
+    counts: dict[str, int]
+    lines: list[Line]
+    listed: list[int] = field(default_factory=list)
+    """Lambda: the indexes of the messages to report in `batchItemFailures`."""
+
+
+def settle(closing: Closing, batch: MessageBatch, limits: SqsLimits = SQS_LIMITS) -> Flow[Settled]:
+    """Phase one (copies, visibility changes), then the deletes: the acked messages and every
+    message whose copy SQS accepted. A crash between the phases duplicates, never loses."""
+    plan = closing.entries
+    first = yield from batch_calls(BatchRun(plan.first, limits=limits))
+    second = yield from batch_calls(BatchRun(plan.second(sent_keys(first)), limits=limits))
+    return Settled(tally(closing, first, second), _lines(closing, batch, first, second))
+
+
+def settle_for_lambda(
+    closing: Closing, batch: MessageBatch, limits: SqsLimits = SQS_LIMITS
+) -> Flow[Settled]:
+    """Phase one here; Lambda deletes every record left out of `batchItemFailures`, so the
+    second phase deletes only what Lambda cannot (`lambda_event.report` decides which).
+    A batch acked in bulk costs nothing: no call, nothing to report."""
+    if closing.bulk_ack:
+        return Settled({}, [])
+    plan = closing.entries
+    first = yield from batch_calls(BatchRun(plan.first, limits=limits))
+    sent = sent_keys(first)
+    groups = [delivery.group_id for delivery in batch._deliveries] if closing.fifo else []
+    decided = report(closing.kinds, {int(key[1:]) for key in sent}, groups, fifo=closing.fifo)
+    deletes = [entry for entry in plan.second(sent) if int(entry.key[1:]) in decided.delete]
+    second = yield from batch_calls(BatchRun(deletes, limits=limits))
+    lines = _lines(closing, batch, first, second)
+    return Settled(tally(closing, first, second), lines, decided.listed)
+
+
+def _lines(closing: Closing, batch: MessageBatch, first: BatchRun, second: BatchRun) -> list[Line]:
+    found = refusals(first, second, refused=closing.entries.refused, batch=batch)
+    where = [(level, f"settling on {batch.queue}: {text}") for level, text in found]
+    return where + [(logging.WARNING, line) for line in drops(batch, closing)]
+
+
+@dataclass(frozen=True)
+class Postponed:
+    """Early delay hops re-sent: how many, and the indexes of those that were not."""
+
+    sent: int
+    unsent: list[int]
+
+
+def postpone(plan: TwoPhase, *, delete: bool, limits: SqsLimits = SQS_LIMITS) -> Flow[Postponed]:
+    """Re-send messages that came before their due time, then delete the originals whose copy
+    SQS accepted (`delete=False` under Lambda, which deletes what it is not told about)."""
+    first = yield from batch_calls(BatchRun(plan.first, limits=limits))
+    sent = sent_keys(first)
+    if delete:
+        yield from batch_calls(BatchRun(plan.second(sent), limits=limits))
+    unsent = [int(key[1:]) for key in plan.delete_after_send if key not in sent]
+    return Postponed(len(sent), unsent)
+
+
+def heartbeat(
+    deliveries: Sequence[_Delivery],
+    *,
+    queue_url: str,
+    now: float,
+    visibility_timeout: int,
+    limits: SqsLimits = SQS_LIMITS,
+) -> Flow[int]:
+    """Extend the visibility of a running batch's messages that need it now; returns how many
+    receipts had expired (those messages may be redelivered)."""
+    entries = heartbeat_entries(
+        deliveries,
+        queue_url=queue_url,
+        now=now,
+        visibility_timeout=visibility_timeout,
+        limits=limits,
+    )
+    if not entries:
+        return 0
+    run = yield from batch_calls(BatchRun(entries, limits=limits))
+    return extended(deliveries, run, now)
+
+
+@dataclass(frozen=True)
+class Received:
+    """What one receive concluded."""
+
+    deliveries: list[_Delivery]
+    counts: dict[str, int]
+    pause: float = 0.0
+    """A transient failure: wait this long (interruptibly) before the next receive."""
+    fatal: SqsBatchError | None = None
+    """The queue is gone or the credentials are refused: the loop stops and raises it."""
+    line: Line | None = None
+
+
+@dataclass
+class ReceiveErrors:
+    """Consecutive failed receives, for the backoff between them."""
+
+    failures: int = 0
+
+
+def receive(
+    queue: str,
+    queue_url: str,
+    *,
+    asked: int,
+    wait_seconds: int,
+    visibility: int,
+    received_at: float,
+    wall_clock: Callable[[], float],
+    errors: ReceiveErrors,
+    random: Uniform,
+    limits: SqsLimits = SQS_LIMITS,
+) -> Flow[Received]:
+    """One `ReceiveMessage`; messages not due yet are re-sent for the time still to wait.
+
+    `received_at` is the monotonic time taken before the call (the 12 h ceiling counts from it);
+    `wall_clock()` is read after the answer, to tell early hops. A transient failure asks for a
+    pause (exponential, with jitter); a permanent one is fatal.
+    """
+    params = receive_params(
+        queue_url, max_messages=asked, wait_seconds=wait_seconds, visibility_timeout=visibility
+    )
+    try:
+        answer = yield Request("receive_message", params)
+    except SqsBatchError as exc:
+        if not is_transient(exc):  # the queue is gone, or the credentials are refused
+            return Received([], {"receive_errors": 1}, fatal=exc)
+        errors.failures += 1
+        pause = pause_seconds(errors.failures, random=random)
+        line = (logging.WARNING, f"receive from {queue} failed ({exc}); retrying in {pause:.1f} s")
+        return Received([], {"receive_errors": 1}, pause=pause, line=line)
+    errors.failures = 0
+    received = split_received(
+        answer.get("Messages", []),
+        queue_url=queue_url,
+        received_at=received_at,
+        visibility=visibility,
+        wall_now=wall_clock(),
+        limits=limits,
+    )
+    counts = {"received": len(received.deliveries)}
+    if received.postpone is not None:
+        postponed = yield from postpone(received.postpone, delete=True, limits=limits)
+        counts["postponed"] = postponed.sent
+    return Received(received.deliveries, counts)
+
+
+def read_settings(
+    queue: str, queue_url: str, config: ConsumerConfig
+) -> Flow[tuple[QueueSettings, bool]]:
+    """The queue's settings from its RedrivePolicy, and whether the answer may be kept (a lookup
+    that failed for a passing reason, throttling or the network, should be asked again).
+    A missing queue or refused credentials raise: nothing could work."""
+    try:
+        answer = yield Request("get_queue_attributes", policy_query(queue_url))
+    except SqsError as exc:
+        refused = lookup_refusal(exc)
+        return resolve_settings(queue, config, None, refused=refused), not is_transient(exc)
+    return resolve_settings(queue, config, answer.get("Attributes", {})), True

@@ -1,0 +1,134 @@
+"""Receiving: how a batch is assembled from receives, and what a receive answer holds, no I/O.
+
+`Assembly` says how many messages to ask for and how long to wait, receive after receive, until
+the batch window is due; `split_received` decodes an answer and sets apart the delay hops that
+came early (`Split.postpone` re-sends them for the time still to wait); `is_idle` is the idle
+exit of `run_until_idle`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqsbatch._core.batching import BatchWindow
+from sqsbatch._core.entries import TwoPhase, is_premature, postpone_entries
+from sqsbatch.config import ConsumerConfig
+from sqsbatch.envelope import decode
+from sqsbatch.limits import SQS_LIMITS, SqsLimits
+from sqsbatch.message import _Delivery
+
+__all__ = [
+    "Assembly",
+    "Split",
+    "connections_for",
+    "is_idle",
+    "receive_visibility",
+    "split_deliveries",
+    "split_received",
+]
+
+
+@dataclass
+class Split:
+    """One receive, decoded: deliveries for a batch, and early hops (`early`) to postpone."""
+
+    deliveries: list[_Delivery]
+    postpone: TwoPhase | None
+    early: list[_Delivery] = field(default_factory=list)
+
+
+def split_received(
+    raw: Sequence[Mapping[str, Any]],
+    *,
+    queue_url: str,
+    received_at: float,
+    visibility: int,
+    wall_now: float,
+    limits: SqsLimits = SQS_LIMITS,
+) -> Split:
+    """Decode a `ReceiveMessage` answer; messages that are not due yet are not delivered."""
+    deliveries = [
+        _Delivery(decode(item), str(item["ReceiptHandle"]), received_at, received_at + visibility)
+        for item in raw
+    ]
+    return split_deliveries(deliveries, queue_url=queue_url, wall_now=wall_now, limits=limits)
+
+
+def split_deliveries(
+    deliveries: Sequence[_Delivery],
+    *,
+    queue_url: str,
+    wall_now: float,
+    limits: SqsLimits = SQS_LIMITS,
+    plain: bool = False,
+) -> Split:
+    """Received messages for a batch, and a re-send for those not due yet (delay hops).
+
+    `plain`: no message carries sqsbatch's attribute, so none can be a hop (nothing to read).
+    """
+    if plain:
+        return Split(list(deliveries), None)
+    early = [d for d in deliveries if d.due_at is not None and is_premature(d.decoded, wall_now)]
+    if not early:
+        return Split(list(deliveries), None)
+    pairs = [(d.decoded, d.receipt_handle) for d in early]
+    postpone = postpone_entries(pairs, queue_url=queue_url, wall_now=wall_now, limits=limits)
+    held = {id(d) for d in early}
+    return Split([d for d in deliveries if id(d) not in held], postpone, early)
+
+
+def connections_for(config: ConsumerConfig) -> int:
+    """HTTP connections a poller needs: a long poll per receiver, a heartbeat and settlement per
+    batch (a slot does one at a time; the room to spare is for `receivers` growing)."""
+    return config.max_concurrency * 2 + 2
+
+
+@dataclass
+class Assembly:
+    """The receives that fill one batch: how many to ask for, how long to wait, when to stop.
+
+    `surplus`: the receiver assembling it is one more than demand allows now (`receivers`), so
+    an empty receive ends assembly instead of waiting on; the shell sets it after each receive.
+    `idle_seconds` (run until idle) caps the wait of an empty window by what is left before the
+    poller counts as idle.
+    """
+
+    window: BatchWindow[_Delivery]
+    idle_seconds: float | None
+    surplus: bool = False
+
+    def next_receive(
+        self, now: float, idle_for: float, *, stopping: bool
+    ) -> tuple[int, int] | None:
+        """(MaxNumberOfMessages, WaitTimeSeconds) of the next receive; None: the batch goes now."""
+        if self.window.is_due(now):
+            return None
+        if stopping and not self.window.is_open:
+            return None  # stopped: receive nothing new (a partial batch is still delivered)
+        cap = None
+        if self.idle_seconds is not None:
+            cap = self.idle_seconds - idle_for
+            if not self.window.is_open and cap <= 0:
+                return None
+        return self.window.want(), self.window.wait_seconds(now, cap=cap)
+
+    def add(self, received: list[_Delivery], *, asked: int, now: float, stopping: bool) -> bool:
+        """Record one receive; False when assembly ends before the batch is due."""
+        self.window.add(received, asked=asked, now=now)
+        return not (stopping or (self.surplus and not self.window.is_open))
+
+
+def receive_visibility(
+    config: ConsumerConfig, window_left: float, limits: SqsLimits = SQS_LIMITS
+) -> int:
+    """Hidden through what is left of the batch window, then `visibility_timeout`."""
+    hidden = config.visibility_timeout + math.ceil(window_left)
+    return min(limits.visibility_ceiling_seconds, hidden)
+
+
+def is_idle(idle_seconds: float | None, idle_for: float) -> bool:
+    """`run_until_idle(idle_seconds)`: nothing arrived for that long (`run()`: never idle)."""
+    return idle_seconds is not None and idle_for >= idle_seconds

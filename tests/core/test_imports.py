@@ -1,0 +1,72 @@
+"""The core does no I/O and keeps no time of its own: it imports none of what would let it.
+
+Checked on the source (the import statements), for every module of `sqsbatch._core` and every
+sqsbatch module the core imports in turn (the data model: messages, envelopes, settings).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import sqsbatch
+
+BANNED = {"boto3", "aioboto3", "botocore", "aiobotocore", "threading", "asyncio", "time", "random"}
+PACKAGE = Path(sqsbatch.__file__).parent
+CORE = sorted((PACKAGE / "_core").glob("*.py"))
+
+
+def imports(path: Path) -> set[str]:
+    """The modules a file imports (absolute names, `from x import y` counted as `x`)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+    return found
+
+
+def reached_from_core() -> list[Path]:
+    """The core's modules and the sqsbatch modules they import, transitively."""
+    seen: dict[Path, None] = {}
+    todo = list(CORE)
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen[path] = None
+        for module in imports(path):
+            if module.startswith("sqsbatch."):
+                parts = module.split(".")[1:]
+                candidate = PACKAGE.joinpath(*parts).with_suffix(".py")
+                if candidate.exists():
+                    todo.append(candidate)
+    return sorted(seen)
+
+
+def test_the_core_is_a_package_of_its_own() -> None:
+    assert len(CORE) > 10
+    assert (PACKAGE / "_core" / "__init__.py") in CORE
+
+
+@pytest.mark.parametrize("path", reached_from_core(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_core_module_imports_io_threads_clocks_or_randomness(path: Path) -> None:
+    banned = {module for module in imports(path) if module.split(".")[0] in BANNED}
+    assert not banned, f"{path.relative_to(PACKAGE)} imports {sorted(banned)}"
+
+
+def test_the_core_imports_no_shell() -> None:
+    shells = ("sqsbatch._sync", "sqsbatch._async", "sqsbatch._botocore", "sqsbatch.cli")
+    for path in reached_from_core():
+        wrong = {m for m in imports(path) if m.startswith(shells)}
+        assert not wrong, f"{path.relative_to(PACKAGE)} imports {sorted(wrong)}"
+
+
+def test_the_check_sees_a_banned_import(tmp_path: Path) -> None:
+    # The check itself: an import of each kind is found.
+    source = tmp_path / "m.py"
+    source.write_text("import time\nfrom asyncio import sleep\nimport botocore.config as c\n")
+    assert {m.split(".")[0] for m in imports(source)} == {"time", "asyncio", "botocore"}
