@@ -65,10 +65,9 @@ class EntryResult:
     value: Mapping[str, Any] = field(default_factory=dict)
     code: str | None = None
     message: str | None = None
-
-    @property
-    def gone(self) -> bool:
-        return not self.ok and self.code in GONE_CODES
+    gone: bool = False
+    """A delete or visibility change whose receipt handle no longer holds (the message may be
+    redelivered): no error of ours. A send refused with the same codes is a real failure."""
 
 
 class BatchRun:
@@ -121,10 +120,12 @@ class BatchRun:
 
     def record_error(self, call: Call, code: str | None, message: str, *, retryable: bool) -> None:
         """The whole call failed (after botocore's own retries)."""
+        gone = _is_gone(call.op, code)
         for entry in call.entries:
-            if retryable:
+            if retryable and not gone:
                 self._pending.append(entry)
-            self.results[entry.key] = EntryResult(entry.key, False, code=code, message=message)
+            result = EntryResult(entry.key, False, code=code, message=message, gone=gone)
+            self.results[entry.key] = result
 
     @property
     def done(self) -> bool:
@@ -139,14 +140,17 @@ class BatchRun:
     def _failed(self, op: str, entry: Entry, item: Mapping[str, Any]) -> None:
         code = str(item.get("Code", "Unknown"))
         message = item.get("Message")
-        result = EntryResult(
-            entry.key, False, code=code, message=redact(str(message)) if message else None
-        )
-        self.results[entry.key] = result
-        if op in _RECEIPT_OPS and code in GONE_CODES:
+        gone = _is_gone(op, code)
+        text = redact(str(message)) if message else None
+        self.results[entry.key] = EntryResult(entry.key, False, code=code, message=text, gone=gone)
+        if gone:
             return
         if not item.get("SenderFault", False):
             self._pending.append(entry)
+
+
+def _is_gone(op: str, code: str | None) -> bool:
+    return op in _RECEIPT_OPS and code in GONE_CODES
 
 
 def _chunk(entries: Sequence[Entry], limits: SqsLimits) -> Iterable[Call]:

@@ -18,7 +18,7 @@ phases of a settled batch), `settle_for_lambda` (the same, deleting only what La
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -43,6 +43,7 @@ from sqsbatch.message import MessageBatch, _Delivery
 
 __all__ = [
     "Flow",
+    "Heartbeat",
     "Line",
     "Pause",
     "Postponed",
@@ -95,7 +96,7 @@ def batch_calls(run: BatchRun) -> Flow[BatchRun]:
             yield Pause(wait)
         for call in calls:
             try:
-                answer = yield Request(call.op, call.params(), call.queue_url)
+                answer = yield Request(call.op, call.params())  # errors name the queue
             except QueueNotFound as exc:
                 run.record_error(call, exc.code, str(exc), retryable=False)
             except SqsError as exc:
@@ -168,16 +169,25 @@ def postpone(plan: TwoPhase, *, delete: bool, limits: SqsLimits = SQS_LIMITS) ->
     return Postponed(len(sent), unsent)
 
 
+@dataclass(frozen=True)
+class Heartbeat:
+    """What one heartbeat concluded: counters, and lines for the operator."""
+
+    counts: dict[str, int]
+    lines: list[Line]
+
+
 def heartbeat(
-    deliveries: Sequence[_Delivery],
+    batch: MessageBatch,
     *,
     queue_url: str,
     now: float,
     visibility_timeout: int,
     limits: SqsLimits = SQS_LIMITS,
-) -> Flow[int]:
-    """Extend the visibility of a running batch's messages that need it now; returns how many
-    receipts had expired (those messages may be redelivered)."""
+) -> Flow[Heartbeat]:
+    """Extend the visibility of a running batch's messages that need it now. An expired receipt
+    is counted (its message may be redelivered); an extension SQS refused is logged."""
+    deliveries = batch._deliveries
     entries = heartbeat_entries(
         deliveries,
         queue_url=queue_url,
@@ -186,9 +196,18 @@ def heartbeat(
         limits=limits,
     )
     if not entries:
-        return 0
+        return Heartbeat({}, [])
     run = yield from batch_calls(BatchRun(entries, limits=limits))
-    return extended(deliveries, run, now)
+    found = extended(deliveries, run, now)
+    lines = [
+        (
+            logging.WARNING,
+            f"keeping a batch of {batch.queue} hidden failed ({why}): its messages may be "
+            "delivered again while the handler runs",
+        )
+        for why in found.refused[:1]  # one line per heartbeat, not one per message
+    ]
+    return Heartbeat({"expired_receipts": found.expired}, lines)
 
 
 @dataclass(frozen=True)

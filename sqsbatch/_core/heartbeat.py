@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqsbatch._core.calls import BatchRun, Entry
 from sqsbatch._core.ledger import visibility_allowed
@@ -16,7 +16,7 @@ from sqsbatch.config import ConsumerConfig
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import _Delivery
 
-__all__ = ["Watch", "extended", "heartbeat_entries", "next_heartbeat"]
+__all__ = ["Extended", "Watch", "extended", "heartbeat_entries", "next_heartbeat"]
 
 
 def _margin(visibility_timeout: int) -> float:
@@ -52,7 +52,7 @@ def heartbeat_entries(
         seconds = min(visibility_timeout, visibility_allowed(delivery.received_at, now, limits))
         if seconds < visibility_timeout:
             delivery.at_ceiling = True
-            if now + seconds <= delivery.hidden_until:
+            if seconds <= 0 or now + seconds <= delivery.hidden_until:
                 continue  # SQS will show it again at the ceiling; nothing can stop that
         params = {"ReceiptHandle": delivery.receipt_handle, "VisibilityTimeout": seconds}
         key = f"{index}:{seconds}"
@@ -60,15 +60,27 @@ def heartbeat_entries(
     return entries
 
 
-def extended(deliveries: Sequence[_Delivery], run: BatchRun, now: float) -> int:
-    """Record the extensions SQS accepted; returns how many receipts had expired."""
+@dataclass(frozen=True)
+class Extended:
+    """What one heartbeat concluded: receipts found expired, and extensions SQS refused."""
+
+    expired: int = 0
+    refused: list[str] = field(default_factory=list)
+    """`code message` per refused extension (its message may show again while it runs)."""
+
+
+def extended(deliveries: Sequence[_Delivery], run: BatchRun, now: float) -> Extended:
+    """Record the extensions SQS accepted. A message whose extension failed is not extended
+    again in this run (`at_ceiling`): an expired receipt cannot be, and asking again at once
+    for one SQS refused would only repeat the call until the handler ends."""
     for result in run.ok():
         index, seconds = result.key.split(":")
         deliveries[int(index)].hidden_until = now + int(seconds)
-    gone = [result for result in run.failed() if result.gone]
-    for result in gone:
-        deliveries[int(result.key.split(":")[0])].at_ceiling = True  # nothing left to extend
-    return len(gone)
+    failed = run.failed()
+    for result in failed:
+        deliveries[int(result.key.split(":")[0])].at_ceiling = True
+    refused = [f"{r.code} {r.message or ''}".strip() for r in failed if not r.gone]
+    return Extended(sum(1 for r in failed if r.gone), refused)
 
 
 @dataclass(frozen=True)

@@ -273,7 +273,7 @@ class Consumer:
                 run.abandon(self.queue)
                 break
             if not run.wait(max(0.0, watch.wake_at(deliveries) - now)):
-                self._heartbeat(deliveries)
+                self._heartbeat(batch)
         error = None if timed_out else run.failure()
         end = handler_end(batch, self.config, timed_out=timed_out, error=error)
         self.stats.add(end.counts)
@@ -281,15 +281,18 @@ class Consumer:
             log.log(end.log[0], "%s", end.log[1], exc_info=end.error)
         return end.outcome, end.error
 
-    def _heartbeat(self, deliveries: list[_Delivery]) -> None:
+    def _heartbeat(self, batch: MessageBatch) -> None:
         flow = heartbeat(
-            deliveries,
+            batch,
             queue_url=self._require_context().url,
             now=self._clock(),
             visibility_timeout=self.config.visibility_timeout,
             limits=self._limits,
         )
-        self.stats.add({"expired_receipts": self._sqs.run(flow)})
+        beat = self._sqs.run(flow)
+        self.stats.add(beat.counts)
+        for level, text in beat.lines:
+            log.log(level, "%s", text)
 
     def _on_signal(self, sig: signal.Signals) -> None:
         log.info("%s: stopping after in-flight batches", sig.name)

@@ -22,7 +22,7 @@ from sqsbatch._core.batching import BatchWindow
 from sqsbatch._core.calls import BatchRun, Entry
 from sqsbatch._core.closing import failure_of, handler_end
 from sqsbatch._core.flows import Pause, Received, ReceiveErrors, Request, receive
-from sqsbatch._core.heartbeat import Watch, extended, heartbeat_entries, next_heartbeat
+from sqsbatch._core.heartbeat import Extended, Watch, extended, heartbeat_entries, next_heartbeat
 from sqsbatch._core.ledger import Decision, Ledger, Outcome, Verdict
 from sqsbatch._core.receiving import Assembly, connections_for, is_idle, receive_visibility
 from sqsbatch.envelope import decode
@@ -354,13 +354,27 @@ def test_extensions_are_recorded_per_entry_and_gone_receipts_are_never_extended_
             ],
         },
     )
-    # Then one expired receipt is counted; only the accepted extension moves `hidden_until`
-    assert extended(deliveries, run, now=20.0) == 1
+    # Then one expired receipt is counted and the refusal kept for the log; only the accepted
+    # extension moves `hidden_until`, and neither failed one is asked for again this run
+    assert extended(deliveries, run, now=20.0) == Extended(1, ["AccessDenied"])
     assert [(d.hidden_until, d.at_ceiling) for d in deliveries] == [
         (50.0, False),
         (30.0, True),
-        (30.0, False),
+        (30.0, True),
     ]
+    assert next_heartbeat(deliveries, 30) == 35.0
+
+
+def test_no_extension_of_zero_seconds_is_sent_past_the_ceiling() -> None:
+    # Given a message hidden until 90, received at 0 under a 100 s ceiling, and now 150
+    limits = SqsLimits(visibility_ceiling_seconds=100)
+    late = delivery(0, hidden_until=90.0)
+    # When the heartbeat looks: a change to 0 s would show it at once, so none is sent
+    assert (
+        heartbeat_entries([late], queue_url="q", now=150.0, visibility_timeout=30, limits=limits)
+        == []
+    )
+    assert late.at_ceiling
 
 
 def test_watch_wakes_for_the_heartbeat_or_the_deadline_whichever_is_first() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -32,6 +33,7 @@ from sqsbatch._core.flows import (
     settle,
     settle_for_lambda,
 )
+from sqsbatch._core.heartbeat import next_heartbeat
 from sqsbatch._core.ledger import ActionKind, LastFailure, Outcome
 from sqsbatch._sync.door import SyncSqs
 from sqsbatch.envelope import ATTRIBUTE, Envelope, decode
@@ -446,8 +448,11 @@ def test_heartbeat_extends_what_is_due_and_counts_expired_receipts() -> None:
     gone = answer({"m1": ("ReceiptHandleIsInvalid", True)})
     client = ScriptedSqs(change_message_visibility_batch=[gone])
     # When the heartbeat runs
-    flow = heartbeat(deliveries, queue_url=URL, now=20.0, visibility_timeout=30)
-    expired, _ = drive(client, flow)
+    flow = heartbeat(
+        MessageBatch("orders", deliveries), queue_url=URL, now=20.0, visibility_timeout=30
+    )
+    beat, _ = drive(client, flow)
+    expired = beat.counts["expired_receipts"]
     # Then one call extends the two due ones by the visibility timeout
     assert client.asked() == [("change_message_visibility_batch", "orders", ["m0", "m1"])]
     assert [e["VisibilityTimeout"] for e in client.calls[0][1]["Entries"]] == [30, 30]
@@ -463,20 +468,72 @@ def test_heartbeat_extends_what_is_due_and_counts_expired_receipts() -> None:
 def test_heartbeat_with_nothing_due_asks_nothing() -> None:
     deliveries = [_Delivery(decode(raw(0)), "r0", 0.0, 90.0)]
     client = ScriptedSqs()
-    expired, _ = drive(
-        client, heartbeat(deliveries, queue_url=URL, now=20.0, visibility_timeout=30)
+    beat, _ = drive(
+        client,
+        heartbeat(
+            MessageBatch("orders", deliveries), queue_url=URL, now=20.0, visibility_timeout=30
+        ),
     )
-    assert (expired, client.calls) == (0, [])
+    assert (beat.counts, beat.lines, client.calls) == ({}, [], [])
 
 
 def test_heartbeat_retries_a_throttled_call() -> None:
     deliveries = [_Delivery(decode(raw(0)), "r0", 0.0, 30.0)]
     client = ScriptedSqs(change_message_visibility_batch=[client_error("ThrottlingException")])
-    expired, sleeps = drive(
-        client, heartbeat(deliveries, queue_url=URL, now=20.0, visibility_timeout=30)
+    beat, sleeps = drive(
+        client,
+        heartbeat(
+            MessageBatch("orders", deliveries), queue_url=URL, now=20.0, visibility_timeout=30
+        ),
     )
-    assert (expired, sleeps, len(client.calls)) == (0, [0.1], 2)
+    assert (beat.counts, sleeps, len(client.calls)) == ({"expired_receipts": 0}, [0.1], 2)
     assert deliveries[0].hidden_until == 50.0
+
+
+def test_a_refused_extension_is_logged_once_and_not_asked_for_again_at_once() -> None:
+    # Given a running batch whose extension SQS refuses as a whole (AccessDenied)
+    deliveries = [_Delivery(decode(raw(i)), f"r{i}", 0.0, 30.0) for i in range(2)]
+    client = ScriptedSqs(change_message_visibility_batch=[client_error("AccessDenied")])
+    batch = MessageBatch("orders", deliveries)
+    # When the heartbeat runs
+    beat, _ = drive(client, heartbeat(batch, queue_url=URL, now=20.0, visibility_timeout=30))
+    # Then one warning says the messages may show again, and the next heartbeat is not due
+    # at once (before the fix the poller asked again in a tight loop until the handler ended)
+    assert beat.counts == {"expired_receipts": 0}
+    assert [level for level, _ in beat.lines] == [logging.WARNING]
+    assert "AccessDenied" in beat.lines[0][1] and "orders" in beat.lines[0][1]
+    assert next_heartbeat(deliveries, 30) == math.inf
+
+
+def test_a_dead_letter_copy_refused_with_a_receipt_like_code_is_a_settle_failure() -> None:
+    # Given the mixed batch closed as raised: m2's last delivery goes to the DLQ
+    batch = mixed_batch()
+    closing = closed(batch, Outcome.RAISED)
+    # When SQS refuses m2's copy with a code that, on a delete, would mean an expired receipt
+    refused = answer({"m2": ("InvalidParameterValue", True)})
+    client = ScriptedSqs(send_message_batch=[refused, refused])
+    settled, _ = drive(client, settle(closing, batch))
+    # Then m2 is a settle failure logged as an error, not an expired receipt, and not deleted
+    assert settled.counts["settle_failures"] == 1
+    assert settled.counts["expired_receipts"] == 0
+    errors = [text for level, text in settled.lines if level == logging.ERROR]
+    assert any("InvalidParameterValue" in text for text in errors)
+    deleted = [
+        who(e)
+        for op, params in client.calls
+        if op == "delete_message_batch"
+        for e in params["Entries"]
+    ]
+    assert "m2" not in deleted
+
+
+def test_a_failed_batch_call_names_the_queue_not_its_url() -> None:
+    batch = batch_of(1)
+    batch.messages[0].ack()
+    client = ScriptedSqs(delete_message_batch=[client_error("AccessDenied")] * 3)
+    settled, _ = drive(client, settle(closed(batch, Outcome.RETURNED), batch))
+    (line,) = [text for level, text in settled.lines if level == logging.ERROR]
+    assert "(orders)" in line and "https://" not in line
 
 
 # -- receive, through the door's error translation -------------------------------------------------

@@ -357,11 +357,16 @@ def test_a_heartbeat_never_asks_past_the_ceiling_and_ends_with_it(run: Run) -> N
     beats = 0
     # When the handler runs on and the heartbeat wakes each time it is due
     while (due := next_heartbeat(deliveries, vt)) < math.inf:
-        # (after a refused extension the next one is due at once: this shell waits 1 s)
         now = max(now + 1, due)
         calls_before = len(client.wire.calls)
         door.run(
-            heartbeat(deliveries, queue_url="q", now=now, visibility_timeout=vt, limits=limits)
+            heartbeat(
+                MessageBatch("q", deliveries),
+                queue_url="q",
+                now=now,
+                visibility_timeout=vt,
+                limits=limits,
+            )
         )
         beats += 1
         assert now <= max(run.received) + run.ceiling + 1, "the heartbeat outlives the ceiling"
