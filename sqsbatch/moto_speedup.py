@@ -21,7 +21,7 @@ The clock is moto's, looked up in `moto.sqs.models` at each call, so a test that
 Guard: only moto 5.2.x whose replaced members, and the members their answers rely on, have
 exactly the source this was written against (sha256 of each: the same in 5.2.0 to 5.2.3 and in
 5.2.5). Any other moto runs unpatched (correct, slower as queues grow) after one warning line;
-the tests (tests/test_local_speed.py) fail if the pinned moto no longer fits.
+the tests (tests/front_ends/test_local_speed.py) fail if the pinned moto no longer fits.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Every decision of the pure core, table-tested on a fake clock (plain floats), without SQS.
 
-What `tests/test_batching.py`, `tests/test_settlement.py`, `tests/test_calls.py` and
-`tests/test_backoff.py` already pin down is not repeated here: this file covers the rest of the
+What `tests/core/test_batching.py`, `tests/core/test_settlement.py`, `tests/core/test_calls.py` and
+`tests/core/test_backoff.py` already pin down is not repeated here: this file covers the rest of the
 batch window, batch assembly, receive visibility and idleness, heartbeat deadlines and the 12 h
 ceiling, the handler's watch, receive backoff (the `receive` flow on a scripted door), how a
 handler call ends, and the pause formulas.
@@ -59,7 +59,7 @@ class Bounds:
 LOW, HIGH = Bounds(high=False), Bounds(high=True)
 
 
-# -- the batch window: what tests/test_batching.py leaves out ---------------------------------
+# -- the batch window: what tests/core/test_batching.py leaves out ---------------------------------
 
 
 class WindowCase(NamedTuple):

@@ -13,7 +13,7 @@ sender's), expires, forgets or refuses whole calls at random. Whatever happens:
 (d) no message is deleted before SQS accepted its dead-letter or re-sent copy, and a message
     that is hidden or left to the RedrivePolicy is never deleted.
 
-Settings as in `tests/fuzzing.py` (derandomized, fixed example counts); run with
+Settings as in `tests/support/fuzzing.py` (derandomized, fixed example counts); run with
 `--hypothesis-show-statistics` to see the counts.
 """
 
@@ -41,7 +41,7 @@ from sqsbatch._sync.door import SyncSqs
 from sqsbatch.envelope import ATTRIBUTE, Envelope, decode, payload_size
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import _Delivery
-from tests.fuzzing import FUZZ
+from tests.support.fuzzing import FUZZ
 
 SETTLE_EXAMPLES = 200
 HEARTBEAT_EXAMPLES = 300

@@ -25,7 +25,9 @@ from moto.server import ThreadedMotoServer
 from tests.infra.conftest import Synthesis, expected_receive_count, resources
 
 CREDENTIALS = {
-    "region_name": "us-east-1",
+    # moto keeps one backend per account and region in the process: a region of its own keeps
+    # the stack's queue names (orders, audit, ...) apart from those other tests create
+    "region_name": "ap-southeast-2",
     "aws_access_key_id": "testing",
     "aws_secret_access_key": "testing",
 }

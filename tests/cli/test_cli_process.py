@@ -1,0 +1,162 @@
+"""The installed `sqsbatch` console script as a subprocess: exit codes, `dev`, signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from sqsbatch import Producer, create_queue
+from sqsbatch.local import LOCAL_CREDENTIALS, LocalSqs
+from tests.support.sqs_helpers import depth
+
+SCRIPT = Path(sys.executable).with_name("sqsbatch")
+
+
+def test_the_console_script_is_installed() -> None:
+    """`pip install` must put the entry point next to the interpreter; never skip past that."""
+    assert SCRIPT.exists(), f"{SCRIPT} is missing: the sqsbatch console script is not installed"
+
+
+def env(local_sqs: LocalSqs | None = None, **extra: str) -> dict[str, str]:
+    found = {**os.environ, **LOCAL_CREDENTIALS, "COLUMNS": "200", **extra}
+    if local_sqs is not None:
+        found["AWS_ENDPOINT_URL_SQS"] = local_sqs.endpoint_url
+    return found
+
+
+def run(*args: str, environment: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(SCRIPT), *args],
+        check=False,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_the_script_runs_commands_and_prints_json(local_sqs: LocalSqs, name: str) -> None:
+    environment = env(local_sqs)
+    assert run("create", name, environment=environment).returncode == 0
+    assert run("send", name, '{"hello": "world"}', environment=environment).returncode == 0
+    listed = run("queues", "--prefix", name, "--json", environment=environment)
+    assert listed.returncode == 0, listed.stderr
+    [row] = json.loads(listed.stdout)
+    assert row["name"] == name and row["visible"] == 1
+
+
+def test_the_script_exits_1_with_one_line_for_a_missing_queue(local_sqs: LocalSqs) -> None:
+    result = run("inspect", "no-such-queue", environment=env(local_sqs))
+    assert result.returncode == 1
+    assert result.stderr.strip() == "error: queue does not exist (no-such-queue)"
+    assert result.stdout == ""
+
+
+def test_the_script_exits_2_for_a_usage_error() -> None:
+    result = run("inspect", "q", "--limit", "nope", environment=env())
+    assert result.returncode == 2
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: ") and "--limit" in line
+
+
+@pytest.fixture
+def dev_server() -> Iterator[tuple[subprocess.Popen[str], str]]:
+    process = subprocess.Popen(
+        [str(SCRIPT), "dev", "--port", "0"],
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline().strip()
+        assert first.startswith("export AWS_ENDPOINT_URL_SQS=http://127.0.0.1:"), first
+        yield process, first.split("=", 1)[1]
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_dev_serves_sqs_until_sigint(dev_server: tuple[subprocess.Popen[str], str]) -> None:
+    process, endpoint = dev_server
+    client = boto3.session.Session().client(
+        "sqs",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+    url = client.create_queue(QueueName="dev-check")["QueueUrl"]
+    client.send_message(QueueUrl=url, MessageBody="hi")
+    [message] = client.receive_message(QueueUrl=url)["Messages"]
+    assert message["Body"] == "hi"
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=15) == 0
+    assert process.stdout is not None
+    exports = process.stdout.read()
+    assert "export AWS_ACCESS_KEY_ID=local" in exports
+    assert "Traceback" not in (process.stderr.read() if process.stderr else "")
+
+
+def test_dev_on_a_busy_port_is_one_line(local_sqs: LocalSqs) -> None:
+    port = local_sqs.endpoint_url.rsplit(":", 1)[1]
+    result = run("dev", "--port", port, environment=env())
+    assert result.returncode == 1
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: ") and port in line
+
+
+def test_consume_stops_gracefully_on_sigterm(
+    local_sqs: LocalSqs, sqs: Any, name: str, tmp_path: Path
+) -> None:
+    (tmp_path / "slow_handlers.py").write_text(
+        "import pathlib\n"
+        "def handle(batch):\n"
+        "    pathlib.Path('seen').write_text(str(len(batch.messages)))\n"
+    )
+    create_queue(name, client=sqs)
+    Producer(name, client=sqs).send_batch([{"body": i} for i in range(3)])
+    process = subprocess.Popen(
+        [
+            str(SCRIPT),
+            "consume",
+            "slow_handlers:handle",
+            "--queue",
+            name,
+            "--max-batch-timeout",
+            "0.2",
+            "--poll-seconds",
+            "1",
+            "--json",
+        ],
+        env=env(local_sqs),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while not (tmp_path / "seen").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        while depth(sqs, name) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        process.send_signal(signal.SIGTERM)
+        stdout, stderr = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, stderr
+    assert json.loads(stdout)["stats"]["acked"] == 3

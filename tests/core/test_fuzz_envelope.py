@@ -1,0 +1,79 @@
+"""Property tests: the `sqsbatch` attribute decoder and message attribute values, fuzzed."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from sqsbatch.envelope import ATTRIBUTE, Envelope, decode, encode_attributes
+from sqsbatch.errors import MessageError
+from tests.support.fuzzing import FUZZ, values
+
+# Envelopes as sqsbatch writes them, each field possibly of the wrong type or out of range.
+FIELDS = ("id", "ts", "ct", "a", "rd", "q", "err", "due")
+envelopes = st.fixed_dictionaries(
+    {"v": st.sampled_from([1, 1, 1, 2, "1", None])},
+    optional={
+        field: values
+        | st.floats(allow_nan=True, allow_infinity=True)
+        | st.fixed_dictionaries({"type": values, "message": values, "at": values})
+        for field in FIELDS
+    },
+)
+
+
+def as_json(data: Any) -> str:
+    return json.dumps(data, default=repr)
+
+
+@FUZZ
+@given(st.text() | envelopes.map(as_json))
+@example('{"v":1,"a":1e400}')  # an attempt count int() cannot take (OverflowError)
+@example('{"v":1,"ts":1e300}')  # a timestamp no datetime holds
+@example('{"v":1,"due":NaN}')
+@example("[" * 2000)  # nesting deep enough for RecursionError in json
+def test_any_attribute_text_reads_as_an_envelope_or_as_foreign(text: str) -> None:
+    envelope = Envelope.from_attribute(text)
+    assert envelope is None or isinstance(envelope, Envelope)
+    # And decoding a message that carries it never raises either
+    message = decode(
+        {
+            "MessageId": "m",
+            "ReceiptHandle": "r",
+            "Body": text,
+            "Attributes": {"ApproximateReceiveCount": "1", "SentTimestamp": "1700000000000"},
+            "MessageAttributes": {ATTRIBUTE: {"DataType": "String", "StringValue": text}},
+        }
+    )
+    assert (message.id, message.timestamp, message.attempts) is not None
+
+
+boto3_shapes = st.dictionaries(
+    st.sampled_from(["DataType", "StringValue", "BinaryValue", "StringListValues", "other"]),
+    values | st.sampled_from(["String", "Number", "Binary", "Number.int", "String.x", "1", "x"]),
+    max_size=3,
+)
+
+
+@FUZZ
+@given(
+    st.none()
+    | st.dictionaries(
+        st.text(max_size=12) | st.integers() | st.none(),
+        values | boto3_shapes,
+        max_size=10,
+    )
+)
+@example({1: "x"})  # a name that is not a string
+@example({"n": {"DataType": "Number", "StringValue": "1e999"}})
+def test_any_attribute_values_encode_or_raise_one_message_error(attributes: Any) -> None:
+    try:
+        encoded = encode_attributes(attributes)
+    except MessageError as exc:
+        assert "\n" not in str(exc)
+    else:
+        for value in encoded.values():
+            assert isinstance(value["DataType"], str)

@@ -1,0 +1,216 @@
+"""`AsyncConsumer` on moto's server: what the scenario table cannot show.
+
+Timeouts, graceful shutdown on SIGTERM, faults around a real client, concurrency, heartbeat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+from typing import Any
+
+import pytest
+
+from sqsbatch import (
+    AsyncConsumer,
+    ConfigError,
+    Consumer,
+    ConsumerConfig,
+    MessageBatch,
+    Producer,
+    QueueNotFound,
+    create_queue,
+)
+from tests.support.faults import throttled, unreachable
+from tests.support.front_ends import AsyncFaulty, aio_client, run_async
+from tests.support.sqs_helpers import depth, drain
+
+
+def config(**values: Any) -> ConsumerConfig:
+    return ConsumerConfig.load(**{"max_batch_timeout": 0.2, **values})
+
+
+def queue_with(sqs: Any, name: str, bodies: list[Any], **options: Any) -> None:
+    create_queue(name, client=sqs, **options)
+    Producer(name, client=sqs).send_batch([{"body": b} for b in bodies])
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_past_handler_timeout_undecided_messages_retry_and_acks_hold(
+    kind: str, sqs: Any, name: str
+) -> None:
+    # Given three messages and a handler that acks one, then hangs on its first delivery
+    queue_with(sqs, name, [0, 1, 2])
+    cfg = config(handler_timeout=0.5)
+    seen: list[tuple[int, int]] = []
+    release = threading.Event()
+    cancelled: list[bool] = []
+
+    def stuck(batch: MessageBatch) -> None:
+        seen.extend((m.body, m.attempts) for m in batch.messages)
+        if batch.messages[0].attempts == 1:
+            next(m for m in batch.messages if m.body == 0).ack()
+            release.wait(10)
+
+    async def stuck_async(batch: MessageBatch) -> None:
+        seen.extend((m.body, m.attempts) for m in batch.messages)
+        if batch.messages[0].attempts == 1:
+            next(m for m in batch.messages if m.body == 0).ack()
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                cancelled.append(True)
+                raise
+
+    # When the poller runs until idle
+    try:
+        if kind == "sync":
+            consumer: Consumer | AsyncConsumer = Consumer(name, stuck, cfg, client=sqs)
+            consumer.run_until_idle(1.0)
+        else:
+            consumer = run_async(name, stuck_async, cfg, sqs)
+    finally:
+        release.set()
+    # Then the timed-out batch counted as failed: 1 and 2 came back once, 0 stayed acked
+    assert sorted(seen) == [(0, 1), (1, 1), (1, 2), (2, 1), (2, 2)]
+    assert consumer.stats.handler_timeouts == 1
+    assert cancelled == ([True] if kind == "async" else [])
+    assert depth(sqs, name) == 0
+
+
+def test_sigterm_finishes_the_batch_in_flight_and_receives_no_more(sqs: Any, name: str) -> None:
+    # Given three messages, batches of one, and a handler that gets SIGTERM mid-batch
+    queue_with(sqs, name, [0, 1, 2])
+    handled: list[int] = []
+
+    async def handler(batch: MessageBatch) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        await asyncio.sleep(0.2)  # still running when the signal is handled
+        handled.extend(m.body for m in batch.messages)
+
+    async def main() -> None:
+        async with aio_client(sqs) as aio:
+            await AsyncConsumer(name, handler, config(max_batch_size=1), client=aio).run()
+
+    before = signal.getsignal(signal.SIGTERM)
+    # When run() gets the signal
+    asyncio.run(main())
+    # Then the batch finished and was acked; the rest was never received (no attempt burned)
+    assert len(handled) == 1
+    rest = drain(sqs, name)
+    assert len(rest) == 2
+    assert all(m["Attributes"]["ApproximateReceiveCount"] == "1" for m in rest)  # drain's own
+    assert signal.getsignal(signal.SIGTERM) == before
+
+
+def test_throttling_and_network_errors_do_not_stop_the_loop(sqs: Any, name: str) -> None:
+    # Given faults around a real client: failed receives, a throttled delete, a lost connection
+    queue_with(sqs, name, [0, 1, 2])
+    handled: list[tuple[int, int]] = []
+    consumers: list[AsyncConsumer] = []
+
+    async def handler(batch: MessageBatch) -> None:
+        handled.extend((m.body, m.attempts) for m in batch.messages)
+        for message in batch.messages:
+            if message.body == 0 and message.attempts == 1:
+                message.retry(delay_seconds=0)
+        if len(handled) >= 4:
+            consumers[0].stop()
+
+    async def main() -> AsyncConsumer:
+        async with aio_client(sqs) as aio:
+            faulty = AsyncFaulty(aio)
+            faulty.fail("receive_message", 1, throttled)
+            faulty.fail("receive_message", 1, unreachable)
+            faulty.fail("change_message_visibility_batch", 1, unreachable)
+            faulty.fail("delete_message_batch", 1, throttled)
+            consumers.append(AsyncConsumer(name, handler, config(), client=faulty))
+            await asyncio.wait_for(consumers[0].run(), 60)
+            assert len(faulty.failed) == 4
+            return consumers[0]
+
+    # When the consumer runs through them
+    result = asyncio.run(main())
+    # Then every message was handled and settled: 0 retried once, the rest acked
+    assert sorted(handled) == [(0, 1), (0, 2), (1, 1), (2, 1)]
+    assert result.stats.receive_errors == 2
+    assert depth(sqs, name) == 0
+
+
+def test_max_concurrency_batches_run_at_once(sqs: Any, name: str) -> None:
+    # Given three messages in batches of one, and room for three batches in flight
+    queue_with(sqs, name, [0, 1, 2])
+    running: list[int] = []
+    peak: list[int] = []
+
+    async def handler(batch: MessageBatch) -> None:
+        running.append(batch.messages[0].body)
+        peak.append(len(running))
+        for _ in range(100):  # wait (at most 5 s) for the others to be running too
+            if len(running) == 3:
+                break
+            await asyncio.sleep(0.05)
+
+    # When the poller runs until idle
+    run_async(name, handler, config(max_batch_size=1, max_concurrency=3), sqs)
+    # Then the three handlers overlapped
+    assert max(peak) == 3
+    assert depth(sqs, name) == 0
+
+
+def test_the_heartbeat_keeps_a_slow_batch_hidden(sqs: Any, name: str) -> None:
+    # Given a 2 s visibility timeout and a handler that takes 3.5 s, with a second slot free
+    queue_with(sqs, name, [0])
+    seen: list[int] = []
+
+    async def slow(batch: MessageBatch) -> None:
+        seen.extend(m.attempts for m in batch.messages)
+        await asyncio.sleep(3.5)
+
+    # When the poller runs until idle
+    consumer = run_async(name, slow, config(visibility_timeout=2, max_concurrency=2), sqs)
+    # Then the message was extended, never redelivered meanwhile, and acked
+    assert seen == [1]
+    assert consumer.requests_by_operation["change_message_visibility_batch"] >= 1
+    assert depth(sqs, name) == 0
+
+
+def test_stop_from_a_handler_ends_run(sqs: Any, name: str) -> None:
+    queue_with(sqs, name, [0])
+
+    async def main() -> None:
+        async with aio_client(sqs) as aio:
+
+            async def handler(batch: MessageBatch) -> None:
+                consumer.stop()
+
+            consumer = AsyncConsumer(name, handler, config(), client=aio)
+            await asyncio.wait_for(consumer.run(), 30)
+
+    asyncio.run(main())
+    assert depth(sqs, name) == 0
+
+
+def test_refuses_a_sync_handler_and_a_dlq_that_is_the_queue() -> None:
+    with pytest.raises(ConfigError, match="not `async def`"):
+        AsyncConsumer("q", lambda batch: None, config())  # type: ignore[arg-type]
+
+    async def handler(batch: MessageBatch) -> None:
+        pass
+
+    with pytest.raises(ConfigError, match="is the queue itself"):
+        AsyncConsumer("q", handler, config(dead_letter_queue="q"))
+
+
+def test_a_deleted_queue_ends_the_async_run_with_a_clear_error(sqs: Any, name: str) -> None:
+    create_queue(name, client=sqs)
+    Producer(name, client=sqs).send("last")
+    url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
+
+    async def handler(batch: MessageBatch) -> None:
+        sqs.delete_queue(QueueUrl=url)  # gone while the poller runs
+
+    with pytest.raises(QueueNotFound, match="queue does not exist"):
+        run_async(name, handler, ConsumerConfig(max_batch_timeout=0), sqs, idle_seconds=5)

@@ -1,0 +1,40 @@
+"""The semantic scenarios of SPEC 2, against moto's server, on every front end."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from sqsbatch import MessageBatch, Producer, create_queue
+from tests.support.front_ends import FRONT_ENDS, FrontEnd
+from tests.support.scenarios import SCENARIOS, Recorder, Scenario
+from tests.support.sqs_helpers import depth, drain
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS, ids=lambda f: f.name)
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name.replace(" ", "-"))
+def test_scenario(scenario: Scenario, front_end: FrontEnd, sqs: Any, name: str) -> None:
+    # Given a queue (with its DLQ) holding the scenario's bodies
+    dlq = f"{name}-dlq" if scenario.dlq else None
+    create_queue(name, dead_letter_queue=dlq, max_retries=scenario.max_retries, client=sqs)
+    Producer(name, client=sqs).send_batch([{"body": b} for b in scenario.bodies])
+    recorder = Recorder()
+
+    def handler(batch: MessageBatch) -> None:
+        recorder.saw(batch)
+        scenario.script(batch)
+
+    # When the front end consumes until idle
+    front_end.consume(name, handler, scenario.config(dlq), sqs)
+
+    # Then every body was delivered with exactly the expected attempts, ids stable
+    assert recorder.attempts() == scenario.attempts
+    ids = {body: {i for b, i, _ in recorder.deliveries if b == body} for body in scenario.bodies}
+    assert all(len(seen) == 1 for seen in ids.values())
+    # and ended where it should: in the DLQ, or nowhere; never left behind
+    assert depth(sqs, name) == 0
+    if dlq is not None:
+        copies = drain(sqs, dlq)
+        assert sorted(json.loads(c["Body"]) for c in copies) == sorted(scenario.dead_lettered)

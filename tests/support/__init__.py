@@ -1,0 +1,1 @@
+"""What the tests share and that is not a test: front ends, scenarios, fakes, helpers."""
