@@ -32,6 +32,7 @@ __all__ = [
     "body_id",
     "count_queue",
     "fill",
+    "first_times",
     "mixed",
     "read_ledger",
     "record",
@@ -39,6 +40,7 @@ __all__ = [
     "settle_mixed",
     "settle_mixed_async",
     "sqs_client",
+    "steady_rate",
     "write_ledger",
 ]
 
@@ -116,6 +118,26 @@ def read_ledger(path: str) -> tuple[Counter[int], list[float]]:
                 handled[int(parts[0])] += 1
                 times.append(float(parts[2]))
     return handled, times
+
+
+def first_times(path: str) -> list[float]:
+    """The time each id was first handled, sorted."""
+    first: dict[int, float] = {}
+    if os.path.exists(path):
+        with open(path) as ledger:
+            for line in ledger:
+                parts = line.split()
+                if len(parts) == 3:
+                    first.setdefault(int(parts[0]), float(parts[2]))
+    return sorted(first.values())
+
+
+def steady_rate(times: list[float], share: float = 0.9) -> float | None:
+    """Messages per second from the first handling to `share` of them (the tail left out)."""
+    count = int(len(times) * share)
+    if count < 2 or times[count - 1] <= times[0]:
+        return None
+    return (count - 1) / (times[count - 1] - times[0])
 
 
 def sqs_client(endpoint: str, **config: Any) -> Any:
