@@ -31,20 +31,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import multiprocessing
-import os
 import statistics
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from multiprocessing.sharedctypes import Synchronized
 from typing import Any
-from urllib.parse import urlsplit
 
 import aioboto3
 import boto3
 from _local import command, local_sqs
+from _proxy import delay_proxy
 
 from sqsbatch import AsyncConsumer, Consumer, ConsumerConfig, MessageBatch
 from sqsbatch._botocore import client_config
@@ -54,118 +50,6 @@ from sqsbatch.local import LOCAL_CREDENTIALS
 
 REGION = LOCAL_CREDENTIALS["AWS_DEFAULT_REGION"]
 SERVER_LIFETIME_SECONDS = 1800
-CHUNK = 65536
-
-# -- the delaying proxy (its own process) ----------------------------------------------------
-
-
-@dataclass
-class ProxySettings:
-    upstream_host: str
-    upstream_port: int
-    delay_seconds: float
-    max_connections: int
-    lifetime_seconds: float
-
-
-class DelayProxy:
-    """Pipes each client connection to the upstream; holds each request's first chunk."""
-
-    def __init__(self, settings: ProxySettings, requests: Synchronized[int]) -> None:
-        self.settings = settings
-        self.requests = requests
-        self.connections = 0
-
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self.connections >= self.settings.max_connections:
-            writer.close()
-            return
-        self.connections += 1
-        try:
-            up_reader, up_writer = await asyncio.open_connection(
-                self.settings.upstream_host, self.settings.upstream_port
-            )
-        except OSError:
-            self.connections -= 1
-            writer.close()
-            return
-        replied = [True]  # the next client chunk starts a request
-        try:
-            await asyncio.gather(
-                self.pipe(reader, up_writer, replied, upstream=True),
-                self.pipe(up_reader, writer, replied, upstream=False),
-            )
-        finally:
-            self.connections -= 1
-            for stream in (writer, up_writer):
-                stream.close()
-
-    async def pipe(
-        self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        replied: list[bool],
-        *,
-        upstream: bool,
-    ) -> None:
-        try:
-            while data := await reader.read(CHUNK):
-                if upstream and replied[0]:
-                    replied[0] = False
-                    with self.requests.get_lock():
-                        self.requests.value += 1
-                    await asyncio.sleep(self.settings.delay_seconds)
-                elif not upstream:
-                    replied[0] = True
-                writer.write(data)
-                await writer.drain()
-        except (ConnectionError, OSError):
-            pass
-        finally:
-            writer.close()  # one side ended: end the other, as a client or server would see it
-
-    async def serve(self, port_out: Any, stop: Any) -> None:
-        server = await asyncio.start_server(self.handle, "127.0.0.1", 0)
-        port_out.send(server.sockets[0].getsockname()[1])
-        parent = os.getppid()
-        ends = time.monotonic() + self.settings.lifetime_seconds
-        async with server:
-            while not stop.is_set() and os.getppid() == parent and time.monotonic() < ends:
-                await asyncio.sleep(0.2)
-
-
-def proxy_main(
-    settings: ProxySettings, requests: Synchronized[int], port_out: Any, stop: Any
-) -> None:
-    asyncio.run(DelayProxy(settings, requests).serve(port_out, stop))
-
-
-@contextmanager
-def delay_proxy(upstream: str, args: argparse.Namespace) -> Iterator[tuple[str, Any]]:
-    """(endpoint, request counter) of a DelayProxy in a child process in front of `upstream`."""
-    parts = urlsplit(upstream)
-    assert parts.hostname is not None and parts.port is not None
-    settings = ProxySettings(
-        parts.hostname, parts.port, args.delay_ms / 1000, args.max_connections, args.proxy_lifetime
-    )
-    context = multiprocessing.get_context("spawn")
-    requests = context.Value("q", 0)
-    port_in, port_out = context.Pipe(duplex=False)
-    stop = context.Event()
-    child = context.Process(
-        target=proxy_main, args=(settings, requests, port_out, stop), daemon=True
-    )
-    child.start()
-    try:
-        if not port_in.poll(60):
-            raise RuntimeError("the proxy did not start")
-        yield f"http://127.0.0.1:{port_in.recv()}", requests
-    finally:
-        stop.set()
-        child.join(timeout=10)
-        if child.is_alive():
-            child.terminate()
-
 
 # -- the local SQS ------------------------------------------------------------------------
 
@@ -348,7 +232,9 @@ def main() -> None:
     args = parser.parse_args()
     with (
         local_sqs(SERVER_LIFETIME_SECONDS) as info,
-        delay_proxy(info.endpoint, args) as (proxy, counter),
+        delay_proxy(
+            info.endpoint, args.delay_ms / 1000, args.max_connections, args.proxy_lifetime
+        ) as (proxy, counter),
     ):
         print(info.versions("sqsbatch", "boto3", "aioboto3", "moto"))
         print(f"local SQS at {info.endpoint}, delaying proxy at {proxy}")
