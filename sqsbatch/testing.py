@@ -4,7 +4,7 @@ The batch is built as a real one is: each body encoded as `send` encodes it, the
 decoded as a consumer decodes it, so the handler sees the same types (JSON values, `str`,
 `bytes`) and attributes. The handler runs as the front ends run it (a sync one in a thread, an
 `async def` one as a task, both given up at `handler_timeout`), and the same decision code
-settles the batch (`settlement.settle`, with the config's `max_retries`, `retry_delay` and
+settles the batch (`_core.ledger.actions_for`, with the config's `max_retries`, `retry_delay` and
 `dead_letter_queue`, and the FIFO group rule on a `.fifo` queue). Nothing is sent anywhere: no
 SQS, no boto3 client, no network. The ideas come from dramatiq's `StubBroker` and arq's burst
 mode: a test drives the real consumer logic to the end, then asserts on what it did.

@@ -6,7 +6,7 @@ entry: `Successful` entries are done, `Failed` ones are retried when SQS says th
 sender's, counted as gone when the receipt handle no longer holds, and failed otherwise. The
 shells only execute `next_calls()` and feed the responses back, so every front end batches and
 reconciles the same way. SQS's message for a failed entry is kept `redact`ed (it may quote the
-entry's receipt handle in full), as `transport.translate` does for a failed call.
+entry's receipt handle in full), as `_botocore.translate` does for a failed call.
 """
 
 from __future__ import annotations

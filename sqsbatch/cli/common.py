@@ -74,7 +74,7 @@ CONNECT_TIMEOUT_SECONDS = 2.0
 """How long the command line waits for a TCP connection to SQS."""
 CONNECT_ATTEMPTS = 2
 """Tries per request when SQS cannot be reached at all (throttling and 5xx keep the retries of
-`transport.client_config`)."""
+`_botocore.client_config`)."""
 
 _JSON = "sqsbatch.json"
 
