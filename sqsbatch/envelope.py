@@ -27,13 +27,17 @@ from sqsbatch.limits import SQS_LIMITS, SqsLimits
 __all__ = [
     "ATTRIBUTE",
     "FOREIGN",
+    "MAX_DEATHS",
+    "MAX_REASON_CHARS",
     "AttributeValue",
     "ContentType",
+    "Death",
     "DecodedMessage",
     "Envelope",
     "ErrorInfo",
     "SendAttribute",
     "carry",
+    "check_reason",
     "decode",
     "decode_body",
     "encode_attributes",
@@ -52,7 +56,16 @@ UserAttribute = str | bytes | int | float
 _DATA_TYPES = frozenset({"String", "Number", "Binary"})
 _ATTRIBUTE_NAME = re.compile(r"^(?!\.)(?!.*\.\.)(?!.*\.$)[A-Za-z0-9_.-]{1,256}$")
 _RESERVED_PREFIXES = ("aws.", "amazon.")
-_MAX_ERROR_CHARS = 1024
+MAX_ERROR_CHARS = 1024
+MAX_REASON_CHARS = 1024
+"""The longest reason `dead_letter(reason)` takes."""
+MAX_DEATHS = 10
+"""How many dead-letterings a message's history keeps (the latest ones)."""
+RETRIES_EXHAUSTED = "retries_exhausted"
+EXPIRED = "expired"
+INVALID_BODY = "invalid_body"
+MOVED_BY_SQS = "moved by SQS (maxReceiveCount)"
+"""How a message that SQS's RedrivePolicy moved (no sqsbatch entry) is shown."""
 
 
 class AttributeValue(TypedDict, total=False):
@@ -78,6 +91,62 @@ class ErrorInfo:
 
 
 @dataclass(frozen=True)
+class Death:
+    """One dead-lettering in a message's history (like an entry of RabbitMQ's `x-death`)."""
+
+    reason: str
+    """`retries_exhausted`, `expired`, `invalid_body`, or the text given to `dead_letter()`."""
+    queue: str
+    """The queue it died on."""
+    attempts: int
+    """The failed deliveries it had on that queue (an expired or invalid body costs none)."""
+    at: float
+    """Wall-clock epoch seconds of the dead-lettering."""
+    error_type: str | None = None
+    error_message: str | None = None
+    """The error when a handler raised or timed out (or why the body was invalid)."""
+
+    @property
+    def when(self) -> datetime:
+        """`at` as an aware UTC datetime."""
+        return datetime.fromtimestamp(self.at, UTC)
+
+    def to_data(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"r": self.reason, "q": self.queue, "a": self.attempts}
+        data["t"] = self.at
+        if self.error_type is not None:
+            data["et"] = self.error_type
+            data["em"] = self.error_message or ""
+        return data
+
+    @classmethod
+    def from_data(cls, data: Any) -> Death:
+        if not isinstance(data, dict):
+            raise ValueError("a death entry is an object")
+        kind = data.get("et")
+        return cls(
+            reason=str(data["r"]),
+            queue=str(data["q"]),
+            attempts=int(data["a"]),
+            at=_seconds(data["t"]),
+            error_type=None if kind is None else str(kind),
+            error_message=None if kind is None else str(data.get("em", "")),
+        )
+
+
+def check_reason(value: object) -> str:
+    """A dead-letter reason: a non-empty str of at most 1,024 characters; a clear error else."""
+    if not isinstance(value, str):
+        raise MessageError(f"reason={value!r} is invalid: must be a str of 1..{MAX_REASON_CHARS}")
+    if not value.strip() or len(value) > MAX_REASON_CHARS:
+        raise MessageError(
+            f"reason of {len(value)} characters is invalid: must be 1..{MAX_REASON_CHARS} "
+            "characters, not blank"
+        )
+    return value
+
+
+@dataclass(frozen=True)
 class Envelope:
     """What sqsbatch knows about a message beyond its body. All times are epoch seconds."""
 
@@ -89,6 +158,10 @@ class Envelope:
     source_queue: str | None = None
     error: ErrorInfo | None = None
     due_at: float | None = None
+    deaths: tuple[Death, ...] = ()
+    """The dead-letter history, oldest first, at most `MAX_DEATHS` entries."""
+    expires_at: float | None = None
+    """The producer's deadline (sent time + `ttl_seconds`)."""
 
     def to_attribute(self) -> AttributeValue:
         data: dict[str, Any] = {"v": VERSION, "ct": self.content_type}
@@ -100,6 +173,8 @@ class Envelope:
             "q": self.source_queue,
             "err": asdict(self.error) if self.error else None,
             "due": self.due_at,
+            "dh": [death.to_data() for death in self.deaths] or None,
+            "exp": self.expires_at,
         }
         data.update({key: value for key, value in optional.items() if value is not None})
         return {"DataType": "String", "StringValue": json.dumps(data, separators=(",", ":"))}
@@ -122,6 +197,10 @@ class Envelope:
     def _from_data(cls, data: dict[str, Any]) -> Envelope:
         error = data.get("err")
         content_type = data.get("ct", "text")
+        history = data.get("dh") or []
+        if not isinstance(history, list):
+            raise ValueError("dh is a list")
+        deaths = tuple(Death.from_data(entry) for entry in history[-MAX_DEATHS:])
         return cls(
             id=_optional(str, data.get("id")),
             timestamp=_epoch(data.get("ts")),
@@ -133,10 +212,16 @@ class Envelope:
             if isinstance(error, dict)
             else None,
             due_at=_epoch(data.get("due")),
+            deaths=deaths,
+            expires_at=_epoch(data.get("exp")),
         )
 
+    def died(self, death: Death) -> Envelope:
+        """This envelope with `death` appended to its history (the last `MAX_DEATHS` kept)."""
+        return replace(self, deaths=(*self.deaths, death)[-MAX_DEATHS:])
+
     def failed(self, exc_type: str, message: str, *, at: float) -> Envelope:
-        return replace(self, error=ErrorInfo(exc_type, message[:_MAX_ERROR_CHARS], at))
+        return replace(self, error=ErrorInfo(exc_type, message[:MAX_ERROR_CHARS], at))
 
 
 FOREIGN = Envelope(content_type="text")

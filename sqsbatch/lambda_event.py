@@ -21,6 +21,7 @@ from sqsbatch._core.ledger import ActionKind
 from sqsbatch.envelope import (
     ATTRIBUTE,
     FOREIGN,
+    Death,
     DecodedMessage,
     Envelope,
     decode,
@@ -399,6 +400,14 @@ class RecordDelivery(_Delivery):
     @property
     def due_at(self) -> float | None:
         return self._envelope.due_at
+
+    @property
+    def deaths(self) -> tuple[Death, ...]:
+        return self._envelope.deaths
+
+    @property
+    def expires_at(self) -> float | None:
+        return self._envelope.expires_at
 
 
 def deliveries(

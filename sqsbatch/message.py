@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from itertools import repeat
 from typing import Any, TypeVar, overload
 
 from sqsbatch._core.ledger import Ledger, Settled, Verdict
-from sqsbatch.envelope import DecodedMessage, UserAttribute
+from sqsbatch.envelope import Death, DecodedMessage, UserAttribute, check_reason
 from sqsbatch.errors import MessageError
 
 T = TypeVar("T")
@@ -91,12 +91,22 @@ class _Delivery:
         """Wall-clock epoch seconds before which it must not be delivered (a delay hop)."""
         return self.decoded.envelope.due_at
 
+    @property
+    def deaths(self) -> tuple[Death, ...]:
+        return self.decoded.envelope.deaths
+
+    @property
+    def expires_at(self) -> float | None:
+        """The producer's deadline, wall-clock epoch seconds (None: it has none)."""
+        return self.decoded.envelope.expires_at
+
     def __repr__(self) -> str:
         return f"<_Delivery id={self.id!r} receipt_handle={self.receipt_handle!r}>"
 
 
 class Message:
-    """One message of a batch. Call `ack()` or `retry()` at most once; the first call wins."""
+    """One message of a batch. Call `ack()`, `retry()` or `dead_letter()` at most once; the
+    first call wins."""
 
     __slots__ = ("_delivery", "_index", "_ledger")
 
@@ -130,9 +140,28 @@ class Message:
         """The sender's message attributes (sqsbatch's own is not among them)."""
         return self._delivery.attributes
 
+    @property
+    def deaths(self) -> tuple[Death, ...]:
+        """Its dead-letter history, oldest first (the last 10): empty until it is first
+        dead-lettered by sqsbatch (a message SQS's RedrivePolicy moved has no entry)."""
+        return self._delivery.deaths
+
+    @property
+    def expires_at(self) -> datetime | None:
+        """The producer's deadline (`ttl_seconds`), aware UTC; None when it has none."""
+        deadline = self._delivery.expires_at
+        return None if deadline is None else datetime.fromtimestamp(deadline, UTC)
+
     def ack(self) -> None:
         """Done with this message: it will be deleted, whatever happens to the rest."""
         self._call(Verdict.ACK, None)
+
+    def dead_letter(self, reason: str) -> None:
+        """Send this message to the dead-letter queue now, whatever its attempts, with `reason`
+        (1..1,024 characters) in its history. Without a DLQ it is deleted and logged."""
+        reason = check_reason(reason)
+        if not self._ledger.on_message(self._index, Verdict.DEAD_LETTER, None, reason):
+            log.warning("ignored dead_letter() on message %s: it is already settled", self.id)
 
     def retry(self, delay_seconds: int | None = None) -> None:
         """Deliver this message again, after `delay_seconds` (default: the `retry_delay`)."""
@@ -165,8 +194,12 @@ class MessageBatch:
         """Retry every message that has no `ack()`/`retry()` call before this one."""
         self._call(Verdict.RETRY, check_delay("delay_seconds", delay_seconds))
 
-    def _call(self, verdict: Verdict, delay: int | None) -> None:
-        if not self._ledger.on_batch(verdict, delay):
+    def dead_letter_all(self, reason: str) -> None:
+        """Dead-letter every message that has no call before this one, with `reason`."""
+        self._call(Verdict.DEAD_LETTER, None, check_reason(reason))
+
+    def _call(self, verdict: Verdict, delay: int | None, reason: str | None = None) -> None:
+        if not self._ledger.on_batch(verdict, delay, reason):
             log.warning(
                 "ignored %s_all() on a batch of %s: already settled", verdict.value, self.queue
             )

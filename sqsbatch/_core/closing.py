@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqsbatch._core.calls import BatchRun
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.entries import TwoPhase, settle_entries
 from sqsbatch._core.ledger import ActionKind, Outcome, Verdict, actions_for
 from sqsbatch.config import ConsumerConfig
-from sqsbatch.envelope import DecodedMessage
+from sqsbatch.envelope import RETRIES_EXHAUSTED, DecodedMessage
 from sqsbatch.message import LazyView, MessageBatch, _Delivery
 
 __all__ = [
@@ -88,6 +88,8 @@ class Closing:
     fifo: bool = False
     bulk_ack: bool = False
     """Every message was acked by one decision (no call at all, or `ack_all()`)."""
+    reasons: dict[int, str] = field(default_factory=dict)
+    """Why each message dead-lettered, dropped or left to the RedrivePolicy was, by index."""
 
 
 def close_batch(
@@ -140,9 +142,15 @@ def close_batch(
         limits=limits,
     )
     kinds = [ActionKind.DELETE] * size
+    reasons = {}
     for action in actions:
         kinds[action.index] = action.kind
-    return Closing(plan, kinds, fifo)
+        if action.kind in _DEATHS:
+            reasons[action.index] = action.reason
+    return Closing(plan, kinds, fifo, reasons=reasons)
+
+
+_DEATHS = (ActionKind.DEAD_LETTER, ActionKind.DROP, ActionKind.LEAVE)
 
 
 def _pair(delivery: _Delivery) -> tuple[DecodedMessage, str]:
@@ -197,11 +205,18 @@ def drops(batch: MessageBatch, plan: Closing) -> list[str]:
     RedrivePolicy, no DLQ is configured) or left to the queue's RedrivePolicy."""
     messages = batch.messages
     return [
-        f"message {messages[index].id} of {batch.queue} failed its last delivery (attempt "
-        f"{messages[index].attempts}): {_LAST_FAILURE_LOG[kind]}"
+        f"message {messages[index].id} of {batch.queue} "
+        f"{_why(plan.reasons.get(index, RETRIES_EXHAUSTED), messages[index].attempts)}: "
+        f"{_LAST_FAILURE_LOG[kind]}"
         for index, kind in enumerate(plan.kinds)
         if kind is ActionKind.DROP or kind is ActionKind.LEAVE  # no hash of each kind
     ]
+
+
+def _why(reason: str, attempts: int) -> str:
+    if reason == RETRIES_EXHAUSTED:
+        return f"failed its last delivery (attempt {attempts})"
+    return f"was dead-lettered ({reason[:200]!r}, attempt {attempts})"
 
 
 def tally(plan: Closing, first: BatchRun, second: BatchRun) -> dict[str, int]:

@@ -17,7 +17,16 @@ from typing import Any
 from sqsbatch._core.calls import Entry
 from sqsbatch._core.ledger import Action, ActionKind
 from sqsbatch.envelope import ATTRIBUTE as META
-from sqsbatch.envelope import AttributeValue, DecodedMessage, Envelope, carry, payload_size
+from sqsbatch.envelope import (
+    MAX_ERROR_CHARS,
+    AttributeValue,
+    Death,
+    DecodedMessage,
+    Envelope,
+    ErrorInfo,
+    carry,
+    payload_size,
+)
 from sqsbatch.errors import FifoError, MessageError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 
@@ -25,6 +34,7 @@ __all__ = [
     "Outbound",
     "TwoPhase",
     "copy_of",
+    "dead_envelope",
     "hop_delay",
     "is_premature",
     "postpone_entries",
@@ -226,10 +236,7 @@ def _copy_for(
     """(to the DLQ?, the copy) for a dead-letter or a re-sent long retry."""
     envelope = carry(message)
     if action.kind is ActionKind.DEAD_LETTER:
-        assert action.error is not None
-        failed = envelope.failed(action.error.type, action.error.message, at=action.error.at)
-        dead = replace(failed, base_attempts=0, source_queue=queue, due_at=None)
-        return True, copy_of(message, dead, fifo=fifo)
+        return True, copy_of(message, dead_envelope(message, action, queue, wall_now), fifo=fifo)
     retried = replace(envelope, base_attempts=message.attempts)
     delay, hopped = hop_delay(
         action.delay_seconds, wall_now=wall_now, envelope=retried, limits=limits
@@ -237,6 +244,26 @@ def _copy_for(
     return False, copy_of(message, hopped, delay_seconds=delay)
 
 
+def dead_envelope(message: DecodedMessage, action: Action, queue: str, wall_now: float) -> Envelope:
+    """The envelope of a dead-letter copy: id and timestamp kept, a fresh count of attempts on
+    the DLQ, and one more entry in the dead-letter history."""
+    error = action.error
+    if error is not None:
+        error = ErrorInfo(error.type, error.message[:MAX_ERROR_CHARS], error.at)
+    attempts = message.attempts if action.costs_attempt else message.attempts - 1
+    death = Death(
+        reason=action.reason,
+        queue=queue,
+        attempts=max(0, attempts),
+        at=error.at if error is not None else wall_now,
+        error_type=None if error is None else error.type,
+        error_message=None if error is None else error.message,
+    )
+    dead = replace(carry(message), base_attempts=0, source_queue=queue, due_at=None, error=error)
+    return dead.died(death)
+
+
 def _dedup_id(envelope: Envelope) -> str:
-    seed = f"{envelope.id}:{envelope.base_attempts}:{envelope.redrives}:{envelope.error}"
+    deaths = len(envelope.deaths)
+    seed = f"{envelope.id}:{envelope.base_attempts}:{envelope.redrives}:{envelope.error}:{deaths}"
     return hashlib.sha256(seed.encode()).hexdigest()

@@ -1,11 +1,11 @@
 """The ledger and the actions: what happens to each message of a batch once its handler is done.
 
-`Ledger` records the handler's `ack`/`retry` calls with Cloudflare's precedence (first call on a
-message wins; a batch-level call covers the messages with no call before it and freezes the
-rest; between `ack_all` and `retry_all` the first wins). `actions_for` turns the ledger and the
-handler's outcome into one `Action` per message: delete, hide for a delay, re-send (delays past
-the visibility ceiling), dead-letter, drop, or leave to the queue's RedrivePolicy. Pure: clocks
-come in as arguments.
+`Ledger` records the handler's `ack`/`retry`/`dead_letter` calls with Cloudflare's precedence
+(first call on a message wins; a batch-level call covers the messages with no call before it
+and freezes the rest; between `ack_all` and `retry_all` the first wins).
+`actions_for` turns the ledger and the handler's outcome into one `Action` per message: delete,
+hide for a delay, re-send (delays past the visibility ceiling), dead-letter, drop, or leave to
+the queue's RedrivePolicy. Pure: clocks come in as arguments.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqsbatch.envelope import ErrorInfo
+from sqsbatch.envelope import RETRIES_EXHAUSTED, ErrorInfo
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
 class Verdict(enum.Enum):
     ACK = "ack"
     RETRY = "retry"
+    DEAD_LETTER = "dead_letter"
 
 
 class Outcome(enum.Enum):
@@ -51,6 +52,8 @@ class Decision:
     delay_seconds: int | None = None
     explicit: bool = True
     """False for the default that the handler's outcome gave an undecided message."""
+    reason: str | None = None
+    """`dead_letter(reason)`: why (its entry in the message's dead-letter history)."""
 
 
 class Ledger:
@@ -61,18 +64,22 @@ class Ledger:
         self._batch: Decision | None = None
         self.sealed = False
 
-    def on_message(self, index: int, verdict: Verdict, delay_seconds: int | None) -> bool:
-        """Record `message.ack()`/`retry()`; False when the call is ignored."""
+    def on_message(
+        self, index: int, verdict: Verdict, delay_seconds: int | None, reason: str | None = None
+    ) -> bool:
+        """Record `message.ack()`/`retry()`/`dead_letter()`; False when the call is ignored."""
         if self.sealed or self._batch is not None or self._messages[index] is not None:
             return False
-        self._messages[index] = Decision(verdict, delay_seconds)
+        self._messages[index] = Decision(verdict, delay_seconds, reason=reason)
         return True
 
-    def on_batch(self, verdict: Verdict, delay_seconds: int | None) -> bool:
-        """Record `batch.ack_all()`/`retry_all()`; False when the call is ignored."""
+    def on_batch(
+        self, verdict: Verdict, delay_seconds: int | None, reason: str | None = None
+    ) -> bool:
+        """Record `batch.ack_all()`/`retry_all()`/`dead_letter_all()`; False when ignored."""
         if self.sealed or self._batch is not None:
             return False
-        self._batch = Decision(verdict, delay_seconds)
+        self._batch = Decision(verdict, delay_seconds, reason=reason)
         return True
 
     def seal(self) -> None:
@@ -115,13 +122,14 @@ class ActionKind(enum.Enum):
     RESEND = "resend"
     """Retried past the ceiling: re-sent with the carried metadata and a due time, then deleted."""
     DEAD_LETTER = "dead_letter"
-    """Its final delivery failed: sent to the DLQ with metadata, then deleted."""
+    """Its final delivery failed, or it was dead-lettered on request (`dead_letter()`), or
+    before its handler (expired, invalid body): sent to the DLQ with metadata, then deleted."""
     DROP = "drop"
-    """Its final delivery failed, the queue has no RedrivePolicy and no DLQ is configured:
-    deleted and logged, as Cloudflare Queues does."""
+    """As DEAD_LETTER, but the queue has no RedrivePolicy and no DLQ is configured: deleted
+    and logged, as Cloudflare Queues does."""
     LEAVE = "leave"
-    """Its final delivery failed and sqsbatch cannot know where it belongs: hidden like a retry,
-    never deleted, so that the queue's RedrivePolicy moves it."""
+    """As DEAD_LETTER, but sqsbatch cannot know where it belongs: hidden like a retry, never
+    deleted, so that the queue's RedrivePolicy moves it."""
 
 
 class LastFailure(enum.Enum):
@@ -141,6 +149,10 @@ class Action:
     kind: ActionKind
     delay_seconds: int = 0
     error: ErrorInfo | None = None
+    reason: str = RETRIES_EXHAUSTED
+    """Why a DEAD_LETTER, DROP or LEAVE: its entry in the dead-letter history."""
+    costs_attempt: bool = True
+    """False for a message dead-lettered before its handler (expired, invalid body)."""
 
 
 @dataclass(frozen=True)
@@ -187,6 +199,10 @@ def actions_for(
         message = messages[index]
         delay = retry_delay if decision.delay_seconds is None else decision.delay_seconds
         allowed = visibility_allowed(message.received_at, now, limits)
+        if decision.verdict is Verdict.DEAD_LETTER:
+            assert decision.reason is not None, "dead_letter() always gives a reason"
+            actions.append(_requested(index, decision.reason, last_failure, min(delay, allowed)))
+            continue
         final = message.attempts >= max_retries + 1
         if final and last_failure is not LastFailure.LEAVE:
             why = failure if not decision.explicit else ("Retry", "retried by the handler")
@@ -200,6 +216,14 @@ def actions_for(
 
 
 _FINAL = {LastFailure.DEAD_LETTER: ActionKind.DEAD_LETTER, LastFailure.DROP: ActionKind.DROP}
+_DEAD = {**_FINAL, LastFailure.LEAVE: ActionKind.LEAVE}
+
+
+def _requested(index: int, reason: str, last_failure: LastFailure, hide: int) -> Action:
+    """`dead_letter(reason)`: to the DLQ whatever the attempt count; deleted (logged) when the
+    queue has none; left to the RedrivePolicy (hidden like a retry) when sqsbatch cannot know."""
+    kind = _DEAD[last_failure]
+    return Action(index, kind, hide if kind is ActionKind.LEAVE else 0, reason=reason)
 
 
 def visibility_allowed(received_at: float, now: float, limits: SqsLimits = SQS_LIMITS) -> int:

@@ -8,9 +8,14 @@ from typing import Any
 import pytest
 
 from sqsbatch import MessageBatch, Producer, create_queue
+from sqsbatch.envelope import Death, decode
 from tests.support.front_ends import FRONT_ENDS, FrontEnd
 from tests.support.scenarios import SCENARIOS, Recorder, Scenario
 from tests.support.sqs_helpers import depth, drain
+
+
+def deaths_of(raw: dict[str, Any]) -> tuple[Death, ...]:
+    return decode(raw).envelope.deaths
 
 
 @pytest.mark.parametrize("front_end", FRONT_ENDS, ids=lambda f: f.name)
@@ -38,3 +43,10 @@ def test_scenario(scenario: Scenario, front_end: FrontEnd, sqs: Any, name: str) 
     if dlq is not None:
         copies = drain(sqs, dlq)
         assert sorted(json.loads(c["Body"]) for c in copies) == sorted(scenario.dead_lettered)
+        if scenario.reasons is not None:
+            # and each copy's history says why, on the queue it died on
+            found = {json.loads(c["Body"]): deaths_of(c) for c in copies}
+            assert {b: [d.reason for d in deaths] for b, deaths in found.items()} == (
+                scenario.reasons
+            )
+            assert all(d.queue == name for deaths in found.values() for d in deaths)

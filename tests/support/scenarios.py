@@ -91,6 +91,35 @@ def _retry_each(batch: MessageBatch) -> None:
         message.retry(delay_seconds=0)
 
 
+def _dead_letter_first(batch: MessageBatch) -> None:
+    by_body(0, batch).dead_letter("tenant deleted")
+
+
+def _ack_then_dead_letter(batch: MessageBatch) -> None:
+    by_body(0, batch).ack()
+    by_body(0, batch).dead_letter("ignored: acked first")
+
+
+def _dead_letter_then_retry(batch: MessageBatch) -> None:
+    by_body(0, batch).dead_letter("poison")
+    by_body(0, batch).retry()
+
+
+def _retry_then_dead_letter_all(batch: MessageBatch) -> None:
+    by_body(0, batch).retry()
+    batch.dead_letter_all("bad batch")
+
+
+def _dead_letter_all_then_ack_all(batch: MessageBatch) -> None:
+    batch.dead_letter_all("bad batch")
+    batch.ack_all()
+
+
+def _dead_letter_then_raise(batch: MessageBatch) -> None:
+    by_body(0, batch).dead_letter("poison")
+    raise RuntimeError("after a dead_letter")
+
+
 @dataclass
 class Scenario:
     name: str
@@ -101,6 +130,8 @@ class Scenario:
     max_retries: int = 2
     bodies: list[Any] = field(default_factory=lambda: [0, 1, 2])
     dlq: bool = True
+    reasons: dict[Any, list[str]] | None = None
+    """Per dead-lettered body, the reasons of its history (`message.deaths`), when checked."""
 
     def config(self, dlq: str | None) -> ConsumerConfig:
         return ConsumerConfig(
@@ -171,5 +202,59 @@ SCENARIOS = [
         "retry then raise costs one attempt",
         first_delivery(_retry_then_raise),
         {b: [1, 2] for b in ALL},
+    ),
+    Scenario(
+        "failures exhausted record retries_exhausted",
+        fail,
+        {b: [1, 2] for b in ALL},
+        dead_lettered=ALL,
+        max_retries=1,
+        reasons={b: ["retries_exhausted"] for b in ALL},
+    ),
+    Scenario(
+        "dead_letter(m) sends m to the DLQ on its first delivery",
+        first_delivery(_dead_letter_first),
+        {b: [1] for b in ALL},
+        dead_lettered=[0],
+        reasons={0: ["tenant deleted"]},
+    ),
+    Scenario(
+        "ack(m) then dead_letter(m) keeps m acked",
+        first_delivery(_ack_then_dead_letter),
+        {b: [1] for b in ALL},
+    ),
+    Scenario(
+        "dead_letter(m) then retry(m) dead-letters m",
+        first_delivery(_dead_letter_then_retry),
+        {b: [1] for b in ALL},
+        dead_lettered=[0],
+        reasons={0: ["poison"]},
+    ),
+    Scenario(
+        "retry(m) then dead_letter_all dead-letters the others",
+        first_delivery(_retry_then_dead_letter_all),
+        {0: [1, 2], 1: [1], 2: [1]},
+        dead_lettered=[1, 2],
+        reasons={1: ["bad batch"], 2: ["bad batch"]},
+    ),
+    Scenario(
+        "dead_letter_all then ack_all dead-letters all",
+        first_delivery(_dead_letter_all_then_ack_all),
+        {b: [1] for b in ALL},
+        dead_lettered=ALL,
+        reasons={b: ["bad batch"] for b in ALL},
+    ),
+    Scenario(
+        "dead_letter survives a raising handler",
+        first_delivery(_dead_letter_then_raise),
+        {0: [1], 1: [1, 2], 2: [1, 2]},
+        dead_lettered=[0],
+        reasons={0: ["poison"]},
+    ),
+    Scenario(
+        "dead_letter without a DLQ deletes the message",
+        first_delivery(_dead_letter_first),
+        {b: [1] for b in ALL},
+        dlq=False,
     ),
 ]
