@@ -48,7 +48,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -376,6 +377,18 @@ def one_run(
     return outcome
 
 
+@contextmanager
+def work_directory(keep_under: str | None) -> Iterator[str]:
+    """A temporary directory, or with `--logs` a new one that stays (its path is printed)."""
+    if keep_under is None:
+        with tempfile.TemporaryDirectory() as work:
+            yield work
+    else:
+        work = tempfile.mkdtemp(prefix="faults-", dir=keep_under)
+        print(f"logs and ledgers in {work}")
+        yield work
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=300)
@@ -389,11 +402,14 @@ def main() -> None:
     parser.add_argument("--faults", nargs="+", choices=FAULTS, default=list(FAULTS))
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per run, at most")
     parser.add_argument("--seed", type=int, default=1, help="the proxy's random draws")
+    parser.add_argument(
+        "--logs", help="keep the children's logs and the ledgers in a new directory under this one"
+    )
     args = parser.parse_args()
     with (
         local_sqs(SERVER_LIFETIME_SECONDS) as server,
         fault_proxy(server.endpoint, args.faults, seed=args.seed) as (proxy, control),
-        tempfile.TemporaryDirectory() as work,
+        work_directory(args.logs) as work,
     ):
         print(server.versions("sqsbatch", "boto3", "aioboto3", "moto"))
         print(f"sqsbatch from {Path(sqsbatch.__file__).parent}; fault proxy at {proxy}")
