@@ -101,7 +101,17 @@ def run(  # noqa: PLR0917 - typer options are parameters
         int | None, Opt(min=0, max=1_000, help="Redrives before a message stays.")
     ] = None,
     rate: Annotated[float | None, Opt(help="Messages/s sent back, at most.")] = None,
-    parking_queue: Annotated[str | None, Opt(help="Where exhausted messages go.")] = None,
+    parking_queue: Annotated[
+        str | None, Opt(help="Where exhausted messages, and kept reasons, go.")
+    ] = None,
+    reasons: Annotated[
+        str | None,
+        Opt(
+            metavar="R1,R2",
+            help="Dead-letter reasons to bring back, comma-separated, or all "
+            "(default: all but expired,invalid_body).",
+        ),
+    ] = None,
     native: Annotated[
         bool | None, Opt("--native/--no-native", help="Use SQS's StartMessageMoveTask.")
     ] = None,
@@ -126,6 +136,7 @@ def run(  # noqa: PLR0917 - typer options are parameters
         "max_redrives": max_redrives,
         "rate": rate,
         "parking_queue": parking_queue,
+        "reasons": reasons,
         "native": native,
         "endpoint_url": where.endpoint_url,
         "region": where.region,

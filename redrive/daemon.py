@@ -14,13 +14,14 @@ import random as random_module
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from redrive.bucket import TokenBucket
 from redrive.decide import Disposition, DlqMessage, Kind, decide, read, route
 from redrive.plan import Step, StepResult, counts, move, throttle
 from redrive.policy import BackoffPolicy, JitterSource, jitter_random
+from redrive.reasons import Reasons
 from redrive.report import RedriveStats, event
 from sqsbatch._core.backoff import pause_seconds
 from sqsbatch._core.shapes import is_transient, queue_name, receive_params
@@ -61,6 +62,7 @@ class Redriver:
         visibility_timeout: int = 30,
         wait_seconds: int = 20,
         limits: SqsLimits = SQS_LIMITS,
+        reasons: Iterable[str] | None = None,
     ) -> None:
         self.dlqs = [dlqs] if isinstance(dlqs, str) else list(dlqs)
         _check_queues(self.dlqs, to, parking_queue)
@@ -68,6 +70,8 @@ class Redriver:
         self.policy = policy if policy is not None else BackoffPolicy()
         self.to = to
         self.parking_queue = parking_queue
+        self.reasons = Reasons.of(reasons)
+        """Which reasons are brought back (default: all but `expired` and `invalid_body`)."""
         self.stats = RedriveStats()
         self._bucket = TokenBucket(rate, now=clock()) if rate is not None else None
         self._sqs = SyncSqs(client if client is not None else default_client())
@@ -202,6 +206,7 @@ class Redriver:
                 random=self._jitter(message.message.id, message.redrives),
                 held_for=held_for,
                 limits=self._limits,
+                reasons=self.reasons,
             )
             steps.append(self._resolved(message, verdict))
         return throttle(steps, self._bucket, self._clock())
@@ -281,6 +286,7 @@ def _log(dlq: str, outcome: StepResult, wall_now: float) -> None:
         "redrives": step.message.redrives,
         "hide_seconds": step.verdict.hide_seconds or None,
         "due_in": round(step.verdict.due_at - wall_now, 3) if step.verdict.due_at else None,
+        "reason": row.reason,
         "error_type": row.error_type,
         "error": row.error,
     }

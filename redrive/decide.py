@@ -2,6 +2,8 @@
 
 For each message, in this order:
 
+0. Its reason (`redrive.reasons`: by default `expired` and `invalid_body`) is not brought back:
+   KEPT (it stays, hidden between two reports), or PARK when a parking queue is configured.
 1. Redriven `max_redrives` times already: EXHAUSTED (it stays, hidden between two reports), or
    PARK when a parking queue is configured.
 2. No queue to go back to: UNROUTABLE (it stays, hidden between two reports).
@@ -25,8 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from redrive.policy import BackoffPolicy
+from redrive.reasons import BRING_BACK_DEFAULT, Reasons
 from sqsbatch._core.ledger import visibility_allowed
-from sqsbatch.envelope import ATTRIBUTE, DecodedMessage, decode
+from sqsbatch.envelope import ATTRIBUTE, DecodedMessage, death_reason, decode
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 
 __all__ = ["Disposition", "DlqMessage", "Kind", "decide", "read", "route"]
@@ -58,6 +61,11 @@ class DlqMessage:
         if self.first_received_at is not None:
             return self.first_received_at
         return self.message.timestamp.timestamp()
+
+    @property
+    def reason(self) -> str:
+        """Why it is on the DLQ: its last death's reason, or `moved_by_sqs`."""
+        return death_reason(self.message.envelope)
 
     @property
     def known_source(self) -> str | None:
@@ -106,6 +114,9 @@ class Kind(enum.Enum):
     """Redriven `max_redrives` times: sent to the parking queue, then deleted from the DLQ."""
     UNROUTABLE = "unroutable"
     """No source known and no fallback: it stays in the DLQ, reported."""
+    KEPT = "kept"
+    """Its reason is not brought back (`expired`, `invalid_body` by default): it stays in the
+    DLQ, reported."""
 
 
 @dataclass(frozen=True)
@@ -128,6 +139,7 @@ def decide(
     random: _random.Random,
     held_for: float = 0.0,
     limits: SqsLimits = SQS_LIMITS,
+    reasons: Reasons = BRING_BACK_DEFAULT,
 ) -> Disposition:
     """The verdict for `message`; `target` comes from `route`, `now` is wall time (epoch s).
 
@@ -137,6 +149,10 @@ def decide(
     """
     allowed = visibility_allowed(0.0, held_for, limits)
     hold = min(policy.hold_seconds, allowed)
+    if not reasons.brings_back(message.reason):
+        if parking_queue is not None:
+            return Disposition(Kind.PARK, target=parking_queue)
+        return Disposition(Kind.KEPT, hide_seconds=hold)
     if policy.exhausted(message.redrives):
         if parking_queue is not None:
             return Disposition(Kind.PARK, target=parking_queue)

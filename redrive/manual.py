@@ -121,7 +121,14 @@ class _Move:
         source = self._source(message)
         target = self._target(message)
         error = message.message.envelope.error
-        row = MoveRow(message.message.id, source, None, error.type if error else None, "skipped")
+        row = MoveRow(
+            message.message.id,
+            source,
+            None,
+            error.type if error else None,
+            "skipped",
+            reason=message.reason,
+        )
         if self.select is not None and not self.select(message.message):
             return row
         if target is None:

@@ -77,6 +77,7 @@ class StepResult:
             error_type=error.type if error else None,
             action=self.step.label if self.ok else "failed",
             error=self.error or self.step.note,
+            reason=self.step.message.reason,
         )
 
 
@@ -164,7 +165,7 @@ def counts(found: Sequence[StepResult]) -> dict[str, int]:
     tally: dict[str, int] = {}
     for outcome in found:
         kind = outcome.step.verdict.kind
-        if outcome.ok or kind in (Kind.EXHAUSTED, Kind.UNROUTABLE):
+        if outcome.ok or kind in (Kind.EXHAUSTED, Kind.UNROUTABLE, Kind.KEPT):
             tally[kind.value] = tally.get(kind.value, 0) + 1
         if not outcome.ok or outcome.delete_failed:
             tally["failed"] = tally.get("failed", 0) + 1

@@ -18,11 +18,11 @@ class RedriveStats(Counters):
     """The daemon's counters; safe to read from any thread.
 
     `moved`/`parked` count messages SQS accepted at their destination; `delayed` those hidden in
-    the DLQ until they are due (or until the rate limit allows them); `exhausted` and
-    `unroutable` count reports of messages that stay in the DLQ (a message is reported again
-    every `hold_seconds` while it stays); `failed` counts messages for which SQS refused a call
-    (a refused send leaves the message in the DLQ for a later pass; a refused delete after an
-    accepted send leaves a duplicate, never a loss).
+    the DLQ until they are due (or until the rate limit allows them); `exhausted`, `kept`
+    (a reason not brought back: `reasons`) and `unroutable` count reports of messages that
+    stay in the DLQ (a message is reported again every `hold_seconds` while it stays); `failed`
+    counts messages for which SQS refused a call (a refused send leaves the message in the DLQ
+    for a later pass; a refused delete after an accepted send leaves a duplicate, never a loss).
     """
 
     moved: int = 0
@@ -30,6 +30,7 @@ class RedriveStats(Counters):
     exhausted: int = 0
     parked: int = 0
     unroutable: int = 0
+    kept: int = 0
     failed: int = 0
 
 
@@ -39,7 +40,8 @@ class MoveRow:
 
     `action` is one of `moved`, `would-move` (dry run), `skipped` (not selected),
     `unroutable`, `failed`; for the daemon also `delayed`, `throttled`, `exhausted`,
-    `parked`. `error_type` is the failure recorded when the message was dead-lettered;
+    `parked`, `kept`. `reason` is why it is on the DLQ (its last death). `error_type` is the
+    failure recorded when the message was dead-lettered;
     `error` says why this move failed, when it did.
     """
 
@@ -49,6 +51,7 @@ class MoveRow:
     error_type: str | None
     action: str
     error: str | None = None
+    reason: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

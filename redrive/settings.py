@@ -23,6 +23,7 @@ from pydantic_settings import (
 
 from redrive.daemon import Redriver
 from redrive.policy import BackoffPolicy
+from redrive.reasons import Reasons
 from sqsbatch.config import Count, Number, config_file, describe_error, read_toml
 from sqsbatch.errors import ConfigError
 
@@ -60,6 +61,9 @@ class RedriveSettings(BaseSettings):
     wait_seconds: Count = Field(20, ge=1, le=20)
     endpoint_url: str | None = None
     region: str | None = None
+    reasons: QueueList | None = None
+    """Dead-letter reasons to bring back (`all` for every one); default: all but `expired`
+    and `invalid_body`. `REDRIVE_REASONS=retries_exhausted,moved_by_sqs`."""
 
     def __init__(self, **values: Any) -> None:
         try:
@@ -67,6 +71,7 @@ class RedriveSettings(BaseSettings):
         except ValidationError as exc:
             raise ConfigError(describe_error(type(self), exc, what="redrive setting")) from None
         self.policy()  # the backoff bounds fail here, before any client is made
+        Reasons.of(self.reasons)
 
     @classmethod
     def settings_customise_sources(
@@ -102,6 +107,7 @@ class RedriveSettings(BaseSettings):
             client=client,
             visibility_timeout=self.visibility_timeout,
             wait_seconds=self.wait_seconds,
+            reasons=self.reasons,
         )
 
 

@@ -29,6 +29,8 @@ __all__ = [
     "FOREIGN",
     "MAX_DEATHS",
     "MAX_REASON_CHARS",
+    "MOVED_BY_SQS",
+    "MOVED_BY_SQS_TEXT",
     "AttributeValue",
     "ContentType",
     "Death",
@@ -38,6 +40,7 @@ __all__ = [
     "SendAttribute",
     "carry",
     "check_reason",
+    "death_reason",
     "decode",
     "decode_body",
     "encode_attributes",
@@ -64,8 +67,11 @@ MAX_DEATHS = 10
 RETRIES_EXHAUSTED = "retries_exhausted"
 EXPIRED = "expired"
 INVALID_BODY = "invalid_body"
-MOVED_BY_SQS = "moved by SQS (maxReceiveCount)"
-"""How a message that SQS's RedrivePolicy moved (no sqsbatch entry) is shown."""
+MOVED_BY_SQS = "moved_by_sqs"
+"""The reason of a message on a DLQ that SQS's RedrivePolicy moved there (no sqsbatch entry:
+a consumer crashed, or a consumer that is not sqsbatch gave up)."""
+MOVED_BY_SQS_TEXT = "moved by SQS (maxReceiveCount)"
+"""How `MOVED_BY_SQS` is shown."""
 
 
 class AttributeValue(TypedDict, total=False):
@@ -162,6 +168,8 @@ class Envelope:
     """The dead-letter history, oldest first, at most `MAX_DEATHS` entries."""
     expires_at: float | None = None
     """The producer's deadline (sent time + `ttl_seconds`)."""
+    dead_count: int = 0
+    """How many times sqsbatch dead-lettered it in all (the history keeps the last 10)."""
 
     def to_attribute(self) -> AttributeValue:
         data: dict[str, Any] = {"v": VERSION, "ct": self.content_type}
@@ -175,6 +183,7 @@ class Envelope:
             "due": self.due_at,
             "dh": [death.to_data() for death in self.deaths] or None,
             "exp": self.expires_at,
+            "dc": self.dead_count or None,
         }
         data.update({key: value for key, value in optional.items() if value is not None})
         return {"DataType": "String", "StringValue": json.dumps(data, separators=(",", ":"))}
@@ -214,11 +223,21 @@ class Envelope:
             due_at=_epoch(data.get("due")),
             deaths=deaths,
             expires_at=_epoch(data.get("exp")),
+            dead_count=int(data.get("dc", len(deaths))),
         )
 
     def died(self, death: Death) -> Envelope:
         """This envelope with `death` appended to its history (the last `MAX_DEATHS` kept)."""
-        return replace(self, deaths=(*self.deaths, death)[-MAX_DEATHS:])
+        deaths = (*self.deaths, death)[-MAX_DEATHS:]
+        return replace(self, deaths=deaths, dead_count=max(self.dead_count, len(self.deaths)) + 1)
+
+
+def death_reason(envelope: Envelope) -> str:
+    """Why a message on a dead-letter queue is there: its last death's reason, or
+    `MOVED_BY_SQS` when sqsbatch did not put it there (no entry since its last redrive)."""
+    if not envelope.deaths or envelope.dead_count <= envelope.redrives:
+        return MOVED_BY_SQS
+    return envelope.deaths[-1].reason
 
     def failed(self, exc_type: str, message: str, *, at: float) -> Envelope:
         return replace(self, error=ErrorInfo(exc_type, message[:MAX_ERROR_CHARS], at))

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 from sqsbatch._core.shapes import queue_name
 from sqsbatch.cli.common import CliError, ask, err, fail, out, print_json, queue_attributes, sqs_for
 from sqsbatch.cli.filters import Select, parse_filters
+from sqsbatch.envelope import MOVED_BY_SQS, MOVED_BY_SQS_TEXT
 from sqsbatch.errors import ConfigError
 
 __all__ = ["app"]
@@ -167,12 +168,14 @@ def _show(name: str, report: MoveReport, *, dry_run: bool, as_json: bool) -> Non
             "(not selected, or past --limit)",
             title_justify="left",
         )
-        for column in ("id", "from", "to", "last error", "action"):
+        for column in ("id", "from", "to", "last reason", "last error", "action"):
             table.add_column(column, overflow="fold")
         for row in report.rows:
             if row.action != "skipped":
                 action = row.action + (f": {row.error}" if row.error else "")
-                table.add_row(row.id, row.source or "-", row.target or "-", row.error_type, action)
+                reason = MOVED_BY_SQS_TEXT if row.reason == MOVED_BY_SQS else row.reason
+                cells = (row.id, row.source or "-", row.target or "-", reason, row.error_type)
+                table.add_row(*cells, action)
         out.print(table)
     if report.failed:
         raise fail(f"{report.failed} message(s) could not be moved; they stay in {name}")

@@ -7,6 +7,9 @@
     attr:NAME         the message has an attribute NAME
     error:TYPE        the last error's type is TYPE (`TimeoutError` also matches
                       `asyncio.TimeoutError`)
+    reason:REASON     the last dead-letter reason is REASON: retries_exhausted, expired,
+                      invalid_body, moved_by_sqs (SQS's RedrivePolicy moved it), or the
+                      text a handler gave dead_letter()
     !EXPR             not EXPR
 
 Several `--filter` options must all match.
@@ -19,7 +22,7 @@ from collections.abc import Callable, Sequence
 
 import typer
 
-from sqsbatch.envelope import DecodedMessage
+from sqsbatch.envelope import DecodedMessage, death_reason
 
 __all__ = ["Select", "parse_filter", "parse_filters"]
 
@@ -46,7 +49,7 @@ def parse_filter(expression: str) -> Select:
 def _positive(expression: str, given: str) -> Select:
     """The predicate for an expression without a leading `!` (`given` is what was typed)."""
     kind, sep, rest = expression.partition(":")
-    if not sep or kind not in ("body", "re", "attr", "error"):
+    if not sep or kind not in ("body", "re", "attr", "error", "reason"):
         kind, rest = "body", expression
     if not rest:
         raise typer.BadParameter(f"--filter {given!r} is empty after the prefix")
@@ -56,6 +59,8 @@ def _positive(expression: str, given: str) -> Select:
         return _attribute(rest)
     if kind == "error":
         return _error(rest)
+    if kind == "reason":
+        return lambda message: death_reason(message.envelope) == rest
     return lambda message: rest in message.raw_body
 
 

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from sqsbatch._core.shapes import queue_name
+from sqsbatch._sync.door import SyncSqs
 from sqsbatch.cli.common import (
     CliError,
     err,
@@ -32,7 +33,17 @@ from sqsbatch.cli.peek import (
     receive_count,
 )
 from sqsbatch.cli.sending import Line, check_lines, read_input, read_lines, send_lines
-from sqsbatch.envelope import ContentType, UserAttribute, decode, payload_size
+from sqsbatch.envelope import (
+    MOVED_BY_SQS,
+    MOVED_BY_SQS_TEXT,
+    ContentType,
+    Envelope,
+    UserAttribute,
+    death_reason,
+    decode,
+    payload_size,
+)
+from sqsbatch.errors import SqsBatchError
 from sqsbatch.producer import MessageSendRequest, Producer
 
 __all__ = ["app", "describe"]
@@ -85,7 +96,11 @@ def inspect_queue(
         err.print(f"note: {peek_note(limit_count, force=force)}", markup=False, soft_wrap=True)
         peeked = peek(sqs, sqs.queue_url(queue), wanted, max_receives=limit_count, force=force)
     reached = {m["MessageId"] for m in peeked.at_limit}
-    rows = [describe(m) | {"at_receive_limit": m["MessageId"] in reached} for m in peeked.messages]
+    on_dlq = bool(peeked.messages) and is_dead_letter_queue(sqs, sqs.queue_url(queue))
+    rows = [
+        describe(m, on_dlq=on_dlq) | {"at_receive_limit": m["MessageId"] in reached}
+        for m in peeked.messages
+    ]
     name = queue_name(queue)
     if as_json:
         print_json(
@@ -101,8 +116,28 @@ def inspect_queue(
         err.print(f"note: {line}", markup=False, soft_wrap=True)
 
 
-def describe(raw: dict[str, Any]) -> dict[str, Any]:
-    """One received message, as `inspect` shows it."""
+def is_dead_letter_queue(sqs: SyncSqs, url: str) -> bool:
+    """Some queue names it in its RedrivePolicy (one `ListDeadLetterSourceQueues` call)."""
+    try:
+        answer = sqs.call("list_dead_letter_source_queues", {"QueueUrl": url, "MaxResults": 1})
+    except SqsBatchError:
+        return False  # cannot tell: reasons are shown only where a history says
+    return bool(answer.get("queueUrls"))
+
+
+def _shown(reason: str | None) -> str:
+    return MOVED_BY_SQS_TEXT if reason == MOVED_BY_SQS else (reason or "")
+
+
+def _reason(envelope: Envelope, *, on_dlq: bool) -> str | None:
+    """The last dead-letter reason; on a DLQ, `moved_by_sqs` when sqsbatch did not put it there."""
+    if on_dlq:
+        return death_reason(envelope)
+    return envelope.deaths[-1].reason if envelope.deaths else None
+
+
+def describe(raw: dict[str, Any], *, on_dlq: bool = False) -> dict[str, Any]:
+    """One received message, as `inspect` shows it (`on_dlq`: the queue is a DLQ)."""
     decoded = decode(raw)
     envelope = decoded.envelope
     error = envelope.error
@@ -115,6 +150,8 @@ def describe(raw: dict[str, Any]) -> dict[str, Any]:
         "redrives": envelope.redrives,
         "source_queue": envelope.source_queue,
         "error": None if error is None else {"type": error.type, "message": error.message},
+        "reason": _reason(envelope, on_dlq=on_dlq),
+        "deaths": max(envelope.dead_count, len(envelope.deaths)),
         "due_at": envelope.due_at,
         "size": payload_size(raw.get("Body", ""), raw.get("MessageAttributes") or {}),
         "content_type": envelope.content_type,
@@ -146,12 +183,13 @@ def _table(
         caption=" ".join(notes),
         caption_justify="left",
     )
-    columns = ["id", "attempts", "age", "redrives", "last error", "size", "body"]
+    columns = ["id", "attempts", "age", "redrives", "deaths", "last reason", "last error"]
+    columns += ["size", "body"]
     with_attributes = any(row["attributes"] for row in rows)
     if with_attributes:
         columns.insert(-1, "attributes")
     for column in columns:
-        justify = "right" if column in ("attempts", "age", "redrives", "size") else "left"
+        justify = "right" if column in ("attempts", "age", "redrives", "deaths", "size") else "left"
         table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for row in rows:
         error = row["error"]
@@ -160,6 +198,8 @@ def _table(
             Text(str(row["attempts"])),
             Text(format_age(time.time() - row["timestamp"].timestamp())),
             Text(str(row["redrives"])),
+            Text(str(row["deaths"])),
+            Text(preview(_shown(row["reason"]), PREVIEW_CHARS)),
             Text(preview(f"{error['type']}: {error['message']}", PREVIEW_CHARS) if error else ""),
             Text(str(row["size"])),
             Text(preview(row["body"], PREVIEW_CHARS)),

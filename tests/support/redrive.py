@@ -11,12 +11,13 @@ import json
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from sqsbatch import create_queue
-from sqsbatch.envelope import Envelope, ErrorInfo
+from sqsbatch.envelope import Death, Envelope, ErrorInfo
 from tests.support.sqs_helpers import drain
 
 
@@ -39,8 +40,10 @@ def dead_letter(
     at: float | None = None,
     redrives: int = 0,
     group: str | None = None,
+    reason: str | None = None,
 ) -> None:
-    """Put `bodies` in `dlq` as the sqsbatch consumer dead-letters them (metadata included)."""
+    """Put `bodies` in `dlq` as the sqsbatch consumer dead-letters them (metadata included;
+    with `reason`, a dead-letter history whose last entry has it)."""
     url = sqs.get_queue_url(QueueName=dlq)["QueueUrl"]
     failed_at = time.time() if at is None else at
     for i, body in enumerate(bodies):
@@ -51,6 +54,10 @@ def dead_letter(
             source_queue=source,
             error=ErrorInfo("RuntimeError", "handler failed", failed_at),
         )
+        if reason is not None:
+            envelope = replace(envelope, dead_count=redrives).died(
+                Death(reason, source or "?", 1, failed_at)
+            )
         params: dict[str, Any] = {
             "QueueUrl": url,
             "MessageBody": json.dumps(body),
