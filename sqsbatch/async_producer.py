@@ -19,6 +19,7 @@ from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.producer import (
     MessageSendRequest,
     SendPlan,
+    check_ttl,
     content_dedup_query,
     has_content_dedup,
     producer_delay,
@@ -39,11 +40,13 @@ class AsyncProducer:
         queue: str,
         *,
         delivery_delay: int | None = None,
+        ttl_seconds: float | None = None,
         client: Any = None,
         limits: SqsLimits = SQS_LIMITS,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.delivery_delay = producer_delay(queue, delivery_delay)
+        self.ttl_seconds = check_ttl("ttl_seconds", ttl_seconds)
         self.queue = queue
         self._sqs = AsyncSqs(client)
         self._limits = limits
@@ -65,10 +68,11 @@ class AsyncProducer:
         attributes: Mapping[str, SendAttribute] | None = None,
         group_id: str | None = None,
         deduplication_id: str | None = None,
+        ttl_seconds: float | None = None,
     ) -> str:
         """Send one message; returns its id (the `message.id` the consumer will see)."""
         request = MessageSendRequest(
-            body, delay_seconds, content_type, attributes, group_id, deduplication_id
+            body, delay_seconds, content_type, attributes, group_id, deduplication_id, ttl_seconds
         )
         return (await self.send_batch([request]))[0]
 
@@ -77,6 +81,7 @@ class AsyncProducer:
         messages: Iterable[MessageSendRequest | Mapping[str, Any]],
         *,
         delay_seconds: int | None = None,
+        ttl_seconds: float | None = None,
     ) -> list[str]:
         """Send up to 100 messages in calls of at most 10 entries and 1 MiB; returns their ids."""
         plan = SendPlan(
@@ -84,6 +89,8 @@ class AsyncProducer:
             messages,
             batch_delay=delay_seconds,
             default_delay=self.delivery_delay,
+            batch_ttl=ttl_seconds,
+            default_ttl=self.ttl_seconds,
             wall_now=self._clock(),
             limits=self._limits,
         )

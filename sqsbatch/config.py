@@ -24,6 +24,7 @@ from sqsbatch.errors import ConfigError
 
 __all__ = [
     "CONFIG_FILE_ENV",
+    "MAX_TTL_SECONDS",
     "ConsumerConfig",
     "Count",
     "Number",
@@ -54,6 +55,8 @@ def check_int(name: str, value: object, low: int, high: int) -> None:
         raise ConfigError(f"{name}={value!r} is invalid (accepted: int {low}..{high})")
 
 
+MAX_TTL_SECONDS = 1_209_600
+"""14 days, SQS's longest retention: the longest `ttl_seconds` and `max_message_age`."""
 Count = Annotated[int, BeforeValidator(no_bool)]
 Number = Annotated[float, BeforeValidator(no_bool)]
 Seconds = Number
@@ -119,6 +122,9 @@ class ConsumerConfig(_Settings):
     max_concurrency: Count = Field(default=1, ge=1, le=250)
     visibility_timeout: WholeSeconds = Field(default=30, ge=1, le=43_200)
     handler_timeout: Seconds = Field(default=900.0, gt=0)
+    max_message_age: Seconds | None = Field(default=None, ge=1, le=MAX_TTL_SECONDS)
+    """A deadline for every message, foreign ones too, counted from its `timestamp`; past it
+    the message is dead-lettered before its handler with reason `expired`. None: no limit."""
 
     @property
     def max_receive_count(self) -> int:

@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal, TypedDict, TypeVar
 
+from pydantic import BaseModel
+
 from sqsbatch.errors import MessageError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 
@@ -266,6 +268,7 @@ def encode_body(body: object, content_type: ContentType | None = None) -> tuple[
     """The SQS body for `body`: JSON by default, `str` as text, `bytes` as base64."""
     if body is None:
         raise MessageError("body is None: send a value, a str or bytes")
+    body = _model_json(body, content_type)
     content_type = content_type or _content_type_of(body)
     if content_type not in CONTENT_TYPES:
         raise MessageError(f"content_type={content_type!r} is invalid (accepted: {CONTENT_TYPES})")
@@ -285,6 +288,15 @@ def encode_body(body: object, content_type: ContentType | None = None) -> tuple[
     if not text:
         raise MessageError("body is empty: SQS refuses empty messages")
     return text, content_type
+
+
+def _model_json(body: object, content_type: ContentType | None) -> object:
+    """A pydantic model instance as its JSON value; any other body as it is."""
+    if not isinstance(body, BaseModel):
+        return body
+    if content_type not in (None, "json"):
+        raise MessageError(f"content_type={content_type!r}: a pydantic model is sent as json")
+    return body.model_dump(mode="json")
 
 
 def _content_type_of(body: object) -> ContentType:

@@ -20,13 +20,14 @@ from typing import Any, Protocol, cast, overload
 from sqsbatch._async.flavour import AsyncBatchHandler
 from sqsbatch._core.closing import close_batch, handler_end
 from sqsbatch._core.context import QueueContext
-from sqsbatch._core.flows import postpone, read_settings, settle_for_lambda
+from sqsbatch._core.flows import doomed_line, postpone, read_settings, settle_for_lambda
 from sqsbatch._core.handlers import check_handler, is_async_handler
 from sqsbatch._core.ledger import Outcome
 from sqsbatch._core.queue_settings import (
     check_dead_letter_queue,
 )
 from sqsbatch._core.receiving import Split, split_deliveries
+from sqsbatch._core.screening import BodyModel, Screen, close_screened, screen
 from sqsbatch._core.shapes import is_url, queue_name
 from sqsbatch._sync.door import SyncSqs, default_client
 from sqsbatch._sync.flavour import BatchHandler
@@ -41,7 +42,7 @@ from sqsbatch.lambda_event import (
     parse_event,
 )
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
-from sqsbatch.message import MessageBatch
+from sqsbatch.message import MessageBatch, _Delivery
 
 __all__ = ["LambdaAdapter", "LambdaContext", "lambda_handler"]
 
@@ -73,8 +74,10 @@ class LambdaAdapter:
         limits: SqsLimits = SQS_LIMITS,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
+        body_model: Any = None,
     ) -> None:
         check_handler(handler)
+        self._body_model = BodyModel(body_model) if body_model is not None else None
         self.handler = handler
         self.config = config
         self.__wrapped__ = handler
@@ -110,8 +113,9 @@ class LambdaAdapter:
         )
         if split.postpone is not None:
             listed += self._postpone(sqs, split)
-        if split.deliveries:
-            batch = MessageBatch(queue.name, split.deliveries)
+        live = self._screen(sqs, split.deliveries, queue, listed)
+        if live:
+            batch = MessageBatch(queue.name, live)
             listed += self._process(sqs, batch, queue, _remaining(context))
         return _response(listed)
 
@@ -132,6 +136,25 @@ class LambdaAdapter:
         for message_id in unsent:
             log.error("re-sending early message %s failed: it will come back", message_id)
         return unsent
+
+    def _screen(
+        self, sqs: SyncSqs, records: list[_Delivery], queue: QueueContext, listed: list[str]
+    ) -> list[_Delivery]:
+        """Dead-letter the records past their deadline or with an invalid body (the copy is
+        sent before returning; a record is left out of `batchItemFailures` only when SQS
+        accepted its copy); the rest go to the handler."""
+        how = Screen(queue.config.max_message_age, self._body_model)
+        if not records or (how.idle and _plain(records)):
+            return records
+        screened = screen(records, how, wall_now=self._wall_clock())
+        if screened.doomed:
+            batch, closing = close_screened(screened.doomed, queue, wall_now=self._wall_clock())
+            settled = sqs.run(settle_for_lambda(closing, batch, self._limits))
+            level, text = doomed_line(batch, closing, settled)
+            log.log(level, "%s", text)
+            doomed = cast(list[RecordDelivery], batch._deliveries)
+            listed += [doomed[index].item_identifier for index in settled.listed]
+        return screened.live
 
     def _process(
         self, sqs: SyncSqs, batch: MessageBatch, queue: QueueContext, remaining: float | None
@@ -214,6 +237,7 @@ def lambda_handler(
     config: ConsumerConfig | None = None,
     client: Any = None,
     limits: SqsLimits = SQS_LIMITS,
+    body_model: Any = None,
 ) -> Callable[[AnyHandler], LambdaAdapter]: ...
 def lambda_handler(
     handler: AnyHandler | None = None,
@@ -222,15 +246,22 @@ def lambda_handler(
     config: ConsumerConfig | None = None,
     client: Any = None,
     limits: SqsLimits = SQS_LIMITS,
+    body_model: Any = None,
 ) -> LambdaAdapter | Callable[[AnyHandler], LambdaAdapter]:
     """`@lambda_handler` or `@lambda_handler(config=...)` on `def handler(batch)` or `async def`.
 
     The result is the function to name in Lambda's handler setting. Config comes from the
     environment (`SQSBATCH_*`, `sqsbatch.toml`) for the event's queue when not given.
+    `body_model` (anything pydantic's `TypeAdapter` accepts) validates each body before the
+    handler: an invalid one is dead-lettered with reason `invalid_body`. A bad `body_model`
+    fails here, in one line.
     """
+    checked = BodyModel(body_model) if body_model is not None else None
 
     def wrap(function: AnyHandler) -> LambdaAdapter:
-        return LambdaAdapter(function, config, client=client, limits=limits)
+        adapter = LambdaAdapter(function, config, client=client, limits=limits)
+        adapter._body_model = checked
+        return adapter
 
     return wrap(handler) if handler is not None else wrap
 
@@ -255,6 +286,11 @@ def _set_aside(parsed: ParsedEvent) -> list[str]:
             entry.reason,
         )
     return [entry.message_id for entry in parsed.set_aside]
+
+
+def _plain(records: list[_Delivery]) -> bool:
+    """No record carries a deadline (nothing to screen without `max_message_age`)."""
+    return all(record.expires_at is None for record in records)
 
 
 def _response(listed: list[str]) -> BatchResponse:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Mapping, Sequence, Set
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from itertools import repeat
 from operator import itemgetter
@@ -404,6 +404,11 @@ class RecordDelivery(_Delivery):
     @property
     def deaths(self) -> tuple[Death, ...]:
         return self._envelope.deaths
+
+    def validated(self, body: Any) -> None:
+        self.body = body
+        if self._decoded is not None:
+            self._decoded = replace(self._decoded, body=body)
 
     @property
     def expires_at(self) -> float | None:

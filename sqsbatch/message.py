@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from itertools import repeat
 from typing import Any, TypeVar, overload
@@ -100,6 +101,10 @@ class _Delivery:
         """The producer's deadline, wall-clock epoch seconds (None: it has none)."""
         return self.decoded.envelope.expires_at
 
+    def validated(self, body: Any) -> None:
+        """`body_model` validated the body: the handler sees `body` (re-sends keep the raw)."""
+        self._decoded = replace(self.decoded, body=body)
+
     def __repr__(self) -> str:
         return f"<_Delivery id={self.id!r} receipt_handle={self.receipt_handle!r}>"
 
@@ -122,7 +127,8 @@ class Message:
 
     @property
     def body(self) -> Any:
-        """The body as sent: a JSON value, a `str` or `bytes`."""
+        """The body as sent: a JSON value, a `str` or `bytes` (with `body_model`: the
+        validated value)."""
         return self._delivery.body
 
     @property

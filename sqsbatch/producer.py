@@ -1,7 +1,9 @@
 """Sending: `Producer` (boto3). Requests are checked and encoded by `SendPlan` before any call.
 
 Delay precedence: per-message > batch-level > the producer's `delivery_delay` > the queue's
-`DelaySeconds`; an explicit 0 overrides every default. Delays past SQS's 900 s travel in hops.
+`DelaySeconds`; an explicit 0 overrides every default. `ttl_seconds` (a deadline: past it the
+consumer dead-letters the message as `expired`) follows the same precedence, without a queue
+default. Delays past SQS's 900 s travel in hops.
 """
 
 from __future__ import annotations
@@ -9,13 +11,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from sqsbatch._core.calls import BatchRun, Entry
 from sqsbatch._core.entries import Outbound, hop_delay, send_entry
 from sqsbatch._core.shapes import is_fifo, queue_name
 from sqsbatch._sync.door import SyncSqs, default_client
-from sqsbatch.config import ProducerConfig
+from sqsbatch.config import MAX_TTL_SECONDS, ProducerConfig
 from sqsbatch.envelope import ContentType, Envelope, SendAttribute, encode_attributes, encode_body
 from sqsbatch.errors import FifoError, MessageError, SendError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
@@ -27,12 +29,14 @@ __all__ = [
     "Producer",
     "SendPlan",
     "as_request",
+    "check_ttl",
     "content_dedup_query",
     "has_content_dedup",
     "producer_delay",
 ]
 
 MAX_SEND_BATCH = 100
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,9 @@ class MessageSendRequest:
     attributes: Mapping[str, SendAttribute] | None = None
     group_id: str | None = None
     deduplication_id: str | None = None
+    ttl_seconds: float | None = None
+    """A deadline, seconds from the send (1..1209600): past it the consumer dead-letters the
+    message with reason `expired` instead of handling it."""
 
 
 _REQUEST_FIELDS = frozenset(f.name for f in fields(MessageSendRequest))
@@ -76,6 +83,8 @@ class SendPlan:
         batch_delay: int | None,
         default_delay: int | None,
         wall_now: float,
+        batch_ttl: float | None = None,
+        default_ttl: float | None = None,
         limits: SqsLimits = SQS_LIMITS,
     ) -> None:
         items = list(requests)
@@ -87,6 +96,7 @@ class SendPlan:
             )
         checked = [as_request(item) for item in items]
         batch_delay = check_delay("delay_seconds", batch_delay)
+        batch_ttl = check_ttl("ttl_seconds", batch_ttl)
         fifo = is_fifo(queue)
         self.size = len(checked)
         self.needs_content_dedup = fifo and any(r.deduplication_id is None for r in checked)
@@ -96,6 +106,11 @@ class SendPlan:
             delay = _first_given(own, batch_delay, default_delay)
             body, content_type = encode_body(request.body, request.content_type)
             envelope = Envelope(content_type=content_type)
+            ttl = _first_given(
+                check_ttl("ttl_seconds", request.ttl_seconds), batch_ttl, default_ttl
+            )
+            if ttl is not None:
+                envelope = replace(envelope, expires_at=wall_now + ttl)
             if delay is not None:
                 delay, envelope = hop_delay(
                     delay, wall_now=wall_now, envelope=envelope, limits=limits
@@ -132,8 +147,18 @@ class SendPlan:
         raise SendError([sent[k] for k in sorted(sent, key=int)], failed)
 
 
-def _first_given(*delays: int | None) -> int | None:
-    return next((delay for delay in delays if delay is not None), None)
+def _first_given(*values: T | None) -> T | None:
+    return next((value for value in values if value is not None), None)
+
+
+def check_ttl(name: str, value: object) -> float | None:
+    """A deadline in seconds, 1..1209600 (SQS's longest retention), or None for "not given"."""
+    if value is None:
+        return None
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if number and 1 <= value <= MAX_TTL_SECONDS:  # type: ignore[operator]  # NaN: False
+        return float(value)  # type: ignore[arg-type]
+    raise MessageError(f"{name}={value!r} is invalid: must be seconds 1..{MAX_TTL_SECONDS}")
 
 
 def producer_delay(queue: str, delivery_delay: int | None) -> int | None:
@@ -163,11 +188,13 @@ class Producer:
         queue: str,
         *,
         delivery_delay: int | None = None,
+        ttl_seconds: float | None = None,
         client: Any = None,
         limits: SqsLimits = SQS_LIMITS,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.delivery_delay = producer_delay(queue, delivery_delay)
+        self.ttl_seconds = check_ttl("ttl_seconds", ttl_seconds)
         self.queue = queue
         self._sqs = SyncSqs(client if client is not None else default_client())
         self._limits = limits
@@ -188,10 +215,11 @@ class Producer:
         attributes: Mapping[str, SendAttribute] | None = None,
         group_id: str | None = None,
         deduplication_id: str | None = None,
+        ttl_seconds: float | None = None,
     ) -> str:
         """Send one message; returns its id (the `message.id` the consumer will see)."""
         request = MessageSendRequest(
-            body, delay_seconds, content_type, attributes, group_id, deduplication_id
+            body, delay_seconds, content_type, attributes, group_id, deduplication_id, ttl_seconds
         )
         return self.send_batch([request])[0]
 
@@ -200,6 +228,7 @@ class Producer:
         messages: Iterable[MessageSendRequest | Mapping[str, Any]],
         *,
         delay_seconds: int | None = None,
+        ttl_seconds: float | None = None,
     ) -> list[str]:
         """Send up to 100 messages in calls of at most 10 entries and 1 MiB; returns their ids."""
         plan = SendPlan(
@@ -207,6 +236,8 @@ class Producer:
             messages,
             batch_delay=delay_seconds,
             default_delay=self.delivery_delay,
+            batch_ttl=ttl_seconds,
+            default_ttl=self.ttl_seconds,
             wall_now=self._clock(),
             limits=self._limits,
         )

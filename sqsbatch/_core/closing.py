@@ -8,13 +8,13 @@ read what SQS accepted, entry by entry, once the settle flow has run. No I/O.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sqsbatch._core.calls import BatchRun
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.entries import TwoPhase, settle_entries
-from sqsbatch._core.ledger import ActionKind, Outcome, Verdict, actions_for
+from sqsbatch._core.ledger import Action, ActionKind, Outcome, Verdict, actions_for
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.envelope import RETRIES_EXHAUSTED, DecodedMessage
 from sqsbatch.message import LazyView, MessageBatch, _Delivery
@@ -26,6 +26,7 @@ __all__ = [
     "drops",
     "failure_of",
     "handler_end",
+    "plan_closing",
     "refusals",
     "sent_keys",
     "tally",
@@ -131,6 +132,13 @@ def close_batch(
         limits=limits,
         with_acks=fifo or not acks_free,
     )
+    return plan_closing(batch, actions, context, wall_now=wall_now)
+
+
+def plan_closing(
+    batch: MessageBatch, actions: Sequence[Action], context: QueueContext, *, wall_now: float
+) -> Closing:
+    """The closing of `batch` for `actions`: its entries, and what each message became."""
     plan = settle_entries(
         LazyView(batch._deliveries, _pair),
         actions,
@@ -138,16 +146,16 @@ def close_batch(
         queue=batch.queue,
         dlq_url=context.dlq_url,
         wall_now=wall_now,
-        fifo=fifo,
-        limits=limits,
+        fifo=context.fifo,
+        limits=context.limits,
     )
-    kinds = [ActionKind.DELETE] * size
+    kinds = [ActionKind.DELETE] * len(batch._deliveries)
     reasons = {}
     for action in actions:
         kinds[action.index] = action.kind
         if action.kind in _DEATHS:
             reasons[action.index] = action.reason
-    return Closing(plan, kinds, fifo, reasons=reasons)
+    return Closing(plan, kinds, context.fifo, reasons=reasons)
 
 
 _DEATHS = (ActionKind.DEAD_LETTER, ActionKind.DROP, ActionKind.LEAVE)

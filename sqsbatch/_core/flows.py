@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 from sqsbatch._core.backoff import Uniform, pause_seconds
 from sqsbatch._core.calls import BatchRun
 from sqsbatch._core.closing import Closing, drops, refusals, sent_keys, tally
+from sqsbatch._core.context import QueueContext
 from sqsbatch._core.entries import TwoPhase
 from sqsbatch._core.heartbeat import extended, heartbeat_entries
 from sqsbatch._core.queue_settings import (
@@ -34,6 +35,7 @@ from sqsbatch._core.queue_settings import (
     resolve_settings,
 )
 from sqsbatch._core.receiving import split_received
+from sqsbatch._core.screening import Screen, close_screened, screen
 from sqsbatch._core.shapes import is_transient, receive_params
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.errors import QueueNotFound, SqsBatchError, SqsError
@@ -50,6 +52,7 @@ __all__ = [
     "ReceiveErrors",
     "Received",
     "Request",
+    "Screening",
     "Settled",
     "batch_calls",
     "heartbeat",
@@ -242,12 +245,14 @@ def receive(
     errors: ReceiveErrors,
     random: Uniform,
     limits: SqsLimits = SQS_LIMITS,
+    screening: Screening | None = None,
 ) -> Flow[Received]:
     """One `ReceiveMessage`; messages not due yet are re-sent for the time still to wait.
 
     `received_at` is the monotonic time taken before the call (the 12 h ceiling counts from it);
     `wall_clock()` is read after the answer, to tell early hops. A transient failure asks for a
-    pause (exponential, with jitter); a permanent one is fatal.
+    pause (exponential, with jitter); a permanent one is fatal. With `screening`, messages
+    past their deadline or with an invalid body are dead-lettered here, never delivered.
     """
     params = receive_params(
         queue_url, max_messages=asked, wait_seconds=wait_seconds, visibility_timeout=visibility
@@ -274,7 +279,41 @@ def receive(
     if received.postpone is not None:
         postponed = yield from postpone(received.postpone, delete=True, limits=limits)
         counts["postponed"] = postponed.sent
-    return Received(received.deliveries, counts)
+    if screening is None:
+        return Received(received.deliveries, counts)
+    screened = screen(received.deliveries, screening.screen, wall_now=wall_clock())
+    if not screened.doomed:
+        return Received(screened.live, counts)
+    batch, closing = close_screened(screened.doomed, screening.context, wall_now=wall_clock())
+    settled = yield from settle(closing, batch, limits)
+    return Received(
+        screened.live, counts | doomed_counts(settled), line=doomed_line(batch, closing, settled)
+    )
+
+
+@dataclass(frozen=True)
+class Screening:
+    """What `receive` screens with: the queue (where the DLQ is) and the consumer's `Screen`."""
+
+    context: QueueContext
+    screen: Screen = field(default_factory=Screen)
+
+
+def doomed_counts(settled: Settled) -> dict[str, int]:
+    """Counters for messages dead-lettered before their handler (not a batch of their own)."""
+    return {key: value for key, value in settled.counts.items() if key != "batches" and value}
+
+
+def doomed_line(batch: MessageBatch, closing: Closing, settled: Settled) -> Line:
+    """One line for the messages a receive dead-lettered before their handler."""
+    reasons = [
+        f"{message.id} ({closing.reasons.get(index, '?')})"
+        for index, message in enumerate(batch.messages)
+    ]
+    problems = [text for _, text in settled.lines]
+    level = max([logging.INFO, *(level for level, _ in settled.lines)])
+    text = f"dead-lettered before the handler on {batch.queue}: {', '.join(reasons)}"
+    return level, "; ".join([text, *problems])
 
 
 def read_settings(

@@ -19,6 +19,7 @@ DEFAULTS = {
     "max_concurrency": 1,
     "visibility_timeout": 30,
     "handler_timeout": 900.0,
+    "max_message_age": None,
 }
 
 

@@ -82,6 +82,9 @@ def as_async(script: Script) -> Callable[[MessageBatch], Awaitable[None]]:
 
 class FrontEnd(Protocol):
     name: str
+    screens: bool
+    """It takes `body_model=` and screens deadlines before the handler (issue 12): the Lambda
+    adapter does; the pollers do once they pass the core's `Screening` to `receive`."""
 
     def consume(
         self,
@@ -99,6 +102,7 @@ class FrontEnd(Protocol):
 
 class SyncFrontEnd:
     name = "sync"
+    screens = False
 
     def consume(
         self,
@@ -115,6 +119,7 @@ class SyncFrontEnd:
 
 class AsyncFrontEnd:
     name = "async"
+    screens = False
 
     def consume(
         self,
@@ -132,9 +137,13 @@ class AsyncFrontEnd:
 class LambdaFrontEnd:
     """The Lambda adapter behind a simulated event source mapping (sync or async handler)."""
 
+    screens = True
+
     def __init__(self, *, async_handler: bool = False) -> None:
         self.async_handler = async_handler
         self.name = "lambda-async" if async_handler else "lambda"
+        self.requests: dict[str, int] = {}
+        """SQS requests the adapter made in the last `consume` (the mapping's are not counted)."""
 
     def consume(
         self,
@@ -145,9 +154,11 @@ class LambdaFrontEnd:
         *,
         limits: SqsLimits = SQS_LIMITS,
         idle_seconds: float = 1.0,
+        body_model: Any = None,
     ) -> None:
         handler = as_async(script) if self.async_handler else script
-        function = lambda_handler(config=config, client=client, limits=limits)(handler)
+        wrap = lambda_handler(config=config, client=client, limits=limits, body_model=body_model)
+        function = wrap(handler)
         mapping = EventSourceMapping(
             client, queue, batch_size=config.max_batch_size, window=config.max_batch_timeout
         )
@@ -155,6 +166,7 @@ class LambdaFrontEnd:
             mapping.run_until_idle(function, idle_seconds=idle_seconds)
         finally:
             function.close()
+            self.requests = dict(function._sqs.requests) if function._sqs is not None else {}
 
 
 @dataclass

@@ -1,0 +1,139 @@
+"""Screening: the messages dead-lettered before their handler, and why. Pure: no I/O.
+
+A message received past its deadline (the producer's `ttl_seconds`, the consumer's
+`max_message_age` counted from its `timestamp`, the earlier of the two) is dead-lettered with
+reason `expired`; one whose body fails `body_model` validation, with reason `invalid_body` and
+the first validation error. Neither is handed to the handler, and neither costs an attempt:
+their history entry records the failed deliveries before this one. Messages received before
+they are due (delay hops) are postponed before any screening, so a retry or delay that ends
+past the deadline dead-letters the message when it comes due, not before.
+
+`screen` sorts a receive's deliveries; `close_screened` turns the doomed ones into a `Closing`
+that the same settle flows as a handled batch execute (`flows.settle`, `flows.settle_for_lambda`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from sqsbatch._core.closing import Closing, plan_closing
+from sqsbatch._core.context import QueueContext
+from sqsbatch._core.ledger import Action, ActionKind, LastFailure
+from sqsbatch.envelope import EXPIRED, INVALID_BODY, ErrorInfo
+from sqsbatch.errors import ConfigError
+from sqsbatch.message import MessageBatch, _Delivery
+
+__all__ = ["BodyModel", "Doomed", "Screen", "Screened", "close_screened", "deadline", "screen"]
+
+MAX_ERROR_CHARS = 300
+"""How much of the first validation error a history entry keeps."""
+
+
+class BodyModel:
+    """`body_model=`: anything pydantic's `TypeAdapter` accepts (a `BaseModel`, a dataclass,
+    a `TypedDict`, `list[int]`); a bad one fails here, at construction, in one line."""
+
+    def __init__(self, model: Any) -> None:
+        try:
+            self.adapter: TypeAdapter[Any] = TypeAdapter(model)
+            if not self.adapter.pydantic_complete:  # a forward reference ("Order") never named
+                raise TypeError("it names a type that is not defined")
+        except Exception as exc:  # pydantic raises several kinds for what it cannot validate
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ConfigError(
+                f"body_model={model!r} is invalid: not a type pydantic can validate ({first})"
+            ) from None
+        self.model = model
+
+    def validate(self, delivery: _Delivery) -> Any:
+        """The validated body; `ValidationError` when it is invalid. A body that arrived as
+        text (a foreign producer: SNS, EventBridge) is validated as JSON text."""
+        if delivery.decoded.envelope.content_type == "text":
+            return self.adapter.validate_json(delivery.decoded.raw_body)
+        return self.adapter.validate_python(delivery.body)
+
+
+@dataclass(frozen=True)
+class Screen:
+    """What a consumer screens its messages with (neither: nothing is screened)."""
+
+    max_message_age: float | None = None
+    body_model: BodyModel | None = None
+
+    @property
+    def idle(self) -> bool:
+        return self.max_message_age is None and self.body_model is None
+
+
+def deadline(delivery: _Delivery, max_message_age: float | None) -> float | None:
+    """The earlier of the producer's deadline and `timestamp + max_message_age` (epoch s)."""
+    found = [d for d in (delivery.expires_at,) if d is not None]
+    if max_message_age is not None:
+        found.append(delivery.timestamp.timestamp() + max_message_age)
+    return min(found) if found else None
+
+
+@dataclass(frozen=True)
+class Doomed:
+    delivery: _Delivery
+    reason: str
+    error: ErrorInfo | None = None
+
+
+@dataclass
+class Screened:
+    live: list[_Delivery]
+    doomed: list[Doomed] = field(default_factory=list)
+
+
+def screen(deliveries: Sequence[_Delivery], how: Screen, *, wall_now: float) -> Screened:
+    """Sort deliveries into those for the handler (bodies validated) and those to dead-letter."""
+    found = Screened([])
+    for delivery in deliveries:
+        due = deadline(delivery, how.max_message_age)
+        if due is not None and due <= wall_now:
+            found.doomed.append(Doomed(delivery, EXPIRED))
+            continue
+        if how.body_model is not None:
+            try:
+                delivery.validated(how.body_model.validate(delivery))
+            except ValidationError as exc:
+                why = ErrorInfo("ValidationError", _first_error(exc), wall_now)
+                found.doomed.append(Doomed(delivery, INVALID_BODY, why))
+                continue
+        found.live.append(delivery)
+    return found
+
+
+def _first_error(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error.get("loc", ())) or "body"
+    return f"{where}: {error.get('msg', '')}"[:MAX_ERROR_CHARS]
+
+
+_KIND = {
+    LastFailure.DEAD_LETTER: ActionKind.DEAD_LETTER,
+    LastFailure.DROP: ActionKind.DROP,
+    LastFailure.LEAVE: ActionKind.LEAVE,
+}
+
+
+def close_screened(
+    doomed: Sequence[Doomed], context: QueueContext, *, wall_now: float
+) -> tuple[MessageBatch, Closing]:
+    """A batch of the doomed messages (never handed to a handler) and its closing: to the DLQ
+    (copy, then delete), deleted and logged without one, or left to the RedrivePolicy (hidden
+    for `retry_delay`) when the DLQ is unknown."""
+    batch = MessageBatch(context.name, [d.delivery for d in doomed])
+    batch._ledger.seal()
+    kind = _KIND[context.last_failure]
+    hide = context.config.retry_delay if kind is ActionKind.LEAVE else 0
+    actions = [
+        Action(i, kind, hide, error=d.error, reason=d.reason, costs_attempt=False)
+        for i, d in enumerate(doomed)
+    ]
+    return batch, plan_closing(batch, actions, context, wall_now=wall_now)
