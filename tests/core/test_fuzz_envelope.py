@@ -13,13 +13,18 @@ from sqsbatch.errors import MessageError
 from tests.support.fuzzing import FUZZ, values
 
 # Envelopes as sqsbatch writes them, each field possibly of the wrong type or out of range.
-FIELDS = ("id", "ts", "ct", "a", "rd", "q", "err", "due")
+FIELDS = ("id", "ts", "ct", "a", "rd", "q", "err", "due", "exp", "dc", "dh")
+death = st.fixed_dictionaries(
+    {"r": values, "q": values, "a": values, "t": values},
+    optional={"et": values, "em": values},
+)
 envelopes = st.fixed_dictionaries(
     {"v": st.sampled_from([1, 1, 1, 2, "1", None])},
     optional={
         field: values
         | st.floats(allow_nan=True, allow_infinity=True)
         | st.fixed_dictionaries({"type": values, "message": values, "at": values})
+        | st.lists(death, max_size=12)
         for field in FIELDS
     },
 )
@@ -34,6 +39,8 @@ def as_json(data: Any) -> str:
 @example('{"v":1,"a":1e400}')  # an attempt count int() cannot take (OverflowError)
 @example('{"v":1,"ts":1e300}')  # a timestamp no datetime holds
 @example('{"v":1,"due":NaN}')
+@example('{"v":1,"dh":[{"r":"x","q":"q","a":1,"t":1e400}]}')  # a death at no datetime
+@example('{"v":1,"exp":-1}')
 @example("[" * 2000)  # nesting deep enough for RecursionError in json
 def test_any_attribute_text_reads_as_an_envelope_or_as_foreign(text: str) -> None:
     envelope = Envelope.from_attribute(text)

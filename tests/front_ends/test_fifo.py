@@ -63,3 +63,29 @@ def test_fifo_dead_letters_keep_their_group(front_end: FrontEnd, sqs: Any, name:
     assert copy["Attributes"]["MessageGroupId"] == "g7"
     assert copy["meta"]["err"]["type"] == "RuntimeError"
     assert depth(sqs, queue) == 0
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS, ids=lambda f: f.name)
+def test_dead_letter_on_fifo_lets_the_rest_of_its_group_go_on(
+    front_end: FrontEnd, sqs: Any, name: str
+) -> None:
+    # Given a group a1, a2, a3 whose handler dead-letters a1 (a poison message)
+    queue, dlq = f"{name}.fifo", f"{name}-dlq.fifo"
+    create_queue(queue, dead_letter_queue=dlq, max_retries=3, client=sqs)
+    Producer(queue, client=sqs).send_batch([{"body": f"a{i}", "group_id": "a"} for i in (1, 2, 3)])
+    deliveries: dict[str, list[int]] = defaultdict(list)
+
+    def handler(batch: MessageBatch) -> None:
+        for message in batch.messages:
+            deliveries[message.body].append(message.attempts)
+            if message.body == "a1":
+                message.dead_letter("poison")
+
+    config = ConsumerConfig(max_batch_size=10, max_batch_timeout=0.3, dead_letter_queue=dlq)
+    front_end.consume(queue, handler, config, sqs, limits=SQS_LIMITS, idle_seconds=1)
+    # Then a1 went to the DLQ, in its group, and a2 and a3 were handled once, not held back
+    assert dict(deliveries) == {"a1": [1], "a2": [1], "a3": [1]}
+    (copy,) = drain(sqs, dlq)
+    assert (copy["Body"], copy["Attributes"]["MessageGroupId"]) == ("a1", "a")
+    assert [d["r"] for d in copy["meta"]["dh"]] == ["poison"]
+    assert depth(sqs, queue) == 0
