@@ -166,8 +166,16 @@ def fill(client: Any, url: str, ids: Iterable[int]) -> None:
             batch = []
 
 
-def count_queue(client: Any, url: str, *, settle_seconds: float = 120.0) -> Counter[int]:
-    """Ids in the queue: waits until nothing is in flight, then receives everything once."""
+def count_queue(
+    client: Any,
+    url: str,
+    *,
+    settle_seconds: float = 120.0,
+    seen: list[dict[str, Any]] | None = None,
+) -> Counter[int]:
+    """Ids in the queue: waits until nothing is in flight, then receives everything once.
+
+    `seen`, when given, gets each message as ReceiveMessage returned it (all attributes)."""
     ends = time.monotonic() + settle_seconds
     while time.monotonic() < ends:
         attributes = client.get_queue_attributes(
@@ -180,11 +188,18 @@ def count_queue(client: Any, url: str, *, settle_seconds: float = 120.0) -> Coun
     empty = 0
     while empty < 2:
         messages = client.receive_message(
-            QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=3600, WaitTimeSeconds=1
+            QueueUrl=url,
+            MaxNumberOfMessages=10,
+            VisibilityTimeout=3600,
+            WaitTimeSeconds=1,
+            MessageSystemAttributeNames=["All"],
+            MessageAttributeNames=["All"],
         ).get("Messages", [])
         empty = 0 if messages else empty + 1
         for message in messages:
             found[body_id(message["Body"])] += 1
+            if seen is not None:
+                seen.append(message)
     return found
 
 

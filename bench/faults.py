@@ -57,6 +57,7 @@ from typing import Any
 
 from _ledger import (
     Tally,
+    body_id,
     count_queue,
     fill,
     first_times,
@@ -323,9 +324,22 @@ def finish(
     notes: str = "",
 ) -> Outcome:
     tally.queued = count_queue(setup.direct, setup.url)
-    tally.dead = count_queue(setup.direct, setup.dlq_url)
+    dead: list[dict[str, Any]] = []
+    tally.dead = count_queue(setup.direct, setup.dlq_url, seen=dead)
     notes = notes or (log_notes(log_path) if log_path else "")
-    return Outcome(tally, seconds, done, alive, notes)
+    return Outcome(tally, seconds, done, alive, f"{notes}{unhandled_in_dlq(tally, dead)}")
+
+
+def unhandled_in_dlq(tally: Tally, dead: list[dict[str, Any]]) -> str:
+    """Ackable ids (not ending in 0) that reached the DLQ without an ack: who put them there."""
+    found = []
+    for message in dead:
+        n = body_id(message["Body"])
+        if n % 10 and n not in tally.handled:
+            by = "consumer" if "sqsbatch" in message.get("MessageAttributes", {}) else "SQS"
+            count = message["Attributes"].get("ApproximateReceiveCount")
+            found.append(f"{n} (moved by {by}, receive count {count})")
+    return f"; ackable ids in the DLQ, never acked: {', '.join(found)}" if found else ""
 
 
 def log_notes(log_path: Path) -> str:
