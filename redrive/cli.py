@@ -115,6 +115,13 @@ def run(  # noqa: PLR0917 - typer options are parameters
     native: Annotated[
         bool | None, Opt("--native/--no-native", help="Use SQS's StartMessageMoveTask.")
     ] = None,
+    health_file: Annotated[
+        str | None,
+        Opt(
+            metavar="PATH",
+            help="Touch PATH after every receive: for `sqsbatch health PATH --max-age SECONDS`.",
+        ),
+    ] = None,
     log_format: LogFormatOption = LogFormat.AUTO,
     level: LogLevelOption = None,
     verbose: VerboseOption = 0,
@@ -147,11 +154,19 @@ def run(  # noqa: PLR0917 - typer options are parameters
         if settings.native:
             _native(settings, where.profile, as_json)
         else:
-            _redrive(settings, where.profile, once=once, as_json=as_json)
+            _redrive(settings, where.profile, once=once, as_json=as_json, health_file=health_file)
 
 
-def _redrive(settings: RedriveSettings, profile: str | None, *, once: bool, as_json: bool) -> None:
+def _redrive(
+    settings: RedriveSettings,
+    profile: str | None,
+    *,
+    once: bool,
+    as_json: bool,
+    health_file: str | None = None,
+) -> None:
     redriver = settings.redriver(make_client(settings, profile))
+    redriver.health_file = health_file
     if once:
         counters = redriver.run_once().as_dict()
     else:

@@ -10,11 +10,13 @@ invisible to the others until it is moved or hidden.
 from __future__ import annotations
 
 import logging
+import os
 import random as random_module
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from redrive.bucket import TokenBucket
@@ -28,6 +30,7 @@ from sqsbatch._core.shapes import is_transient, queue_name, receive_params
 from sqsbatch._sync.door import SyncSqs, default_client
 from sqsbatch.config import check_int
 from sqsbatch.errors import ConfigError, QueueNotFound, SqsBatchError
+from sqsbatch.health import HealthFile
 from sqsbatch.lifecycle import graceful_signals
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 
@@ -45,6 +48,7 @@ class Redriver:
     `random` gives the jitter's random source per (message id, redrive count); the default
     seeds it from those two, so every replica computes the same due time. `run()` long-polls
     each DLQ in turn for `wait_seconds` split among them; a stop waits for the current poll.
+    `health_file` is touched after every completed receive (docs/operations.md).
     """
 
     def __init__(
@@ -62,9 +66,11 @@ class Redriver:
         visibility_timeout: int = 30,
         wait_seconds: int = 20,
         limits: SqsLimits = SQS_LIMITS,
+        health_file: str | os.PathLike[str] | None = None,
         reasons: Iterable[str] | None = None,
     ) -> None:
         self.dlqs = [dlqs] if isinstance(dlqs, str) else list(dlqs)
+        self.health_file = health_file
         _check_queues(self.dlqs, to, parking_queue)
         check_int("visibility_timeout", visibility_timeout, 1, 43_200)
         self.policy = policy if policy is not None else BackoffPolicy()
@@ -86,6 +92,16 @@ class Redriver:
         self._urls: dict[str, str] = {}
         self._sources: dict[str, tuple[str | None, float]] = {}
         self._verified: set[str] = set()  # DLQ URLs checked to be DLQs
+
+    @property
+    def health_file(self) -> Path | None:
+        """Touched after every completed receive (an empty long poll too): for
+        `sqsbatch health PATH --max-age SECONDS` (docs/operations.md)."""
+        return self._health.path if self._health is not None else None
+
+    @health_file.setter
+    def health_file(self, path: str | os.PathLike[str] | None) -> None:
+        self._health = HealthFile(path) if path is not None else None
 
     @property
     def requests(self) -> int:
@@ -156,6 +172,8 @@ class Redriver:
         for dlq in self.dlqs:
             if self._urls[dlq] not in self._verified:  # once per Redriver, not per run_once
                 self._check_is_dlq(dlq, self._urls[dlq])
+        if self._health is not None:  # every queue answered
+            self._health.touch()
 
     def _check_is_dlq(self, dlq: str, url: str) -> None:
         """A queue that no queue names in its RedrivePolicy is not a DLQ: refused."""
@@ -182,6 +200,8 @@ class Redriver:
         )
         received_at = self._clock()
         raw = self._sqs.call("receive_message", params, queue=queue_name(dlq)).get("Messages", [])
+        if self._health is not None:
+            self._health.touch()
         if not raw:
             return {}, set()
         messages = [read(item) for item in raw]

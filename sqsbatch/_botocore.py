@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from botocore.config import Config
 from botocore.exceptions import (
@@ -28,7 +29,14 @@ from botocore.exceptions import (
 from sqsbatch._core.shapes import redact
 from sqsbatch.errors import CredentialsError, QueueNotFound, SqsBatchError, SqsError
 
-__all__ = ["client_config", "sqs_errors", "translate"]
+__all__ = [
+    "LONG_POLL_SECONDS",
+    "MARGIN_SECONDS",
+    "client_config",
+    "receives_fail_fast",
+    "sqs_errors",
+    "translate",
+]
 
 log = logging.getLogger("sqsbatch")
 
@@ -39,13 +47,48 @@ _BAD_CREDENTIALS = frozenset(
 _NETWORK = (EndpointConnectionError, ConnectionClosedError, ReadTimeoutError, ConnectTimeoutError)
 
 
-def client_config(*, max_pool_connections: int = 10) -> Config:
-    """botocore's standard retry mode (throttling and 5xx, with backoff) and a pool that fits."""
+LONG_POLL_SECONDS = 20
+"""SQS's longest long poll (`WaitTimeSeconds`)."""
+MARGIN_SECONDS = 10.0
+"""How long past its wait a call may stay silent (the `read_timeout_margin` setting)."""
+
+
+def client_config(
+    *,
+    max_pool_connections: int = 10,
+    long_poll_seconds: float = LONG_POLL_SECONDS,
+    margin_seconds: float = MARGIN_SECONDS,
+) -> Config:
+    """botocore's standard retry mode (throttling and 5xx, with backoff), a pool that fits, and
+    timeouts so that no call can hang its loop.
+
+    botocore's `read_timeout` is per client, not per call, and one client serves the long polls
+    and the short calls alike: it is the longest long poll plus `margin_seconds`, which is what
+    a `ReceiveMessage` needs and a ceiling for the others (a delete that never answers is noticed
+    after that long, once per attempt). `connect_timeout` is the margin: an endpoint that takes
+    longer to accept a connection is not answering. An endpoint that accepts and never answers
+    thus costs at most `max_attempts` times the read timeout, not forever.
+    """
     return Config(
         retries={"mode": "standard", "max_attempts": 5},
         max_pool_connections=max(10, max_pool_connections),
-        read_timeout=70,  # longer than the longest long poll
+        read_timeout=long_poll_seconds + margin_seconds,
+        connect_timeout=margin_seconds,
     )
+
+
+def receives_fail_fast(client: Any) -> Any:
+    """`client` (boto3 or aiobotocore), with botocore's own retries of a `ReceiveMessage` that
+    timed out turned off: the poller's receive flow retries it after its own pause, so a silent
+    endpoint is noticed (the health file goes stale) after one read timeout, not after
+    `max_attempts` of them with backoff. Other calls keep botocore's retries."""
+    client.meta.events.register_first("needs-retry.sqs.ReceiveMessage", _receive_gives_up)
+    return client
+
+
+def _receive_gives_up(caught_exception: BaseException | None = None, **_: Any) -> None:
+    if isinstance(caught_exception, ReadTimeoutError):
+        raise caught_exception
 
 
 def translate(exc: BaseException, *, queue: str | None = None) -> SqsBatchError:

@@ -126,6 +126,13 @@ class ConsumerConfig(_Settings):
     """A deadline for every message, foreign ones too, counted from its `timestamp`; past it
     the message is dead-lettered before its handler with reason `expired`. None: no limit."""
 
+    # Operating it (docs/operations.md): the stall watchdog and the read timeout of SQS calls.
+    stall_seconds: Seconds | None = Field(default=None, gt=0, le=86_400)
+    """Neither receiving nor busy this long: run() raises. None: three long polls plus
+    `visibility_timeout` (`sqsbatch._core.liveness.default_stall_seconds`)."""
+    read_timeout_margin: Seconds = Field(default=10.0, gt=0, le=300)
+    """How long past its long-poll wait an SQS call may stay silent before it is abandoned."""
+
     @property
     def max_receive_count(self) -> int:
         """The source queue's `RedrivePolicy.maxReceiveCount`: N retries are N+1 deliveries."""

@@ -11,7 +11,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext, suppress
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sqsbatch._botocore import client_config
+from sqsbatch._botocore import (
+    LONG_POLL_SECONDS,
+    MARGIN_SECONDS,
+    client_config,
+    receives_fail_fast,
+)
 from sqsbatch.handler_tasks import awaited, cancel_handler, handler_failure
 from sqsbatch.lifecycle import graceful_loop_signals as graceful
 from sqsbatch.message import MessageBatch
@@ -40,23 +45,42 @@ class AsyncBatchHandler(Protocol):
     def __call__(self, batch: MessageBatch, /) -> Awaitable[object]: ...
 
 
-def default_client(*, max_pool_connections: int = 10) -> Any:
+def default_client(
+    *,
+    max_pool_connections: int = 10,
+    long_poll_seconds: float = LONG_POLL_SECONDS,
+    margin_seconds: float = MARGIN_SECONDS,
+) -> Any:
     """An aioboto3 SQS client, to enter with `async with`; the endpoint comes from
     `AWS_ENDPOINT_URL_SQS`/`AWS_ENDPOINT_URL`. The pool must hold every concurrent long poll."""
     import aioboto3  # noqa: PLC0415 - keeps `import sqsbatch` light for Lambda cold starts
 
-    config = client_config(max_pool_connections=max_pool_connections)
+    config = client_config(
+        max_pool_connections=max_pool_connections,
+        long_poll_seconds=long_poll_seconds,
+        margin_seconds=margin_seconds,
+    )
     return aioboto3.Session().client("sqs", config=config)
 
 
 @asynccontextmanager
-async def opened(sqs: AsyncSqs, max_pool_connections: int) -> AsyncIterator[None]:
+async def opened(
+    sqs: AsyncSqs,
+    max_pool_connections: int,
+    *,
+    long_poll_seconds: float = LONG_POLL_SECONDS,
+    margin_seconds: float = MARGIN_SECONDS,
+) -> AsyncIterator[None]:
     """A door without a client gets one for the block (aiobotocore's must be closed)."""
     if sqs.client is not None:
         yield
         return
-    async with default_client(max_pool_connections=max_pool_connections) as client:
-        sqs.client = client
+    async with default_client(
+        max_pool_connections=max_pool_connections,
+        long_poll_seconds=long_poll_seconds,
+        margin_seconds=margin_seconds,
+    ) as client:
+        sqs.client = receives_fail_fast(client)
         try:
             yield
         finally:

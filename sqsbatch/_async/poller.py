@@ -10,11 +10,17 @@ is one of its flows, driven by the door. The loop starts receivers as `Receivers
 while the queue is quiet, up to `max_concurrency` while it has a backlog); each holds a slot: it
 assembles its own batch window, then supervises its handler (heartbeat, `handler_timeout`) and
 settles its batch in batch calls.
+
+Operating it: with `health_file` the poller touches that file after every completed receive and
+while every slot is busy with a handler inside its `handler_timeout`; when it has been neither
+for `stall_seconds`, the watchdog stops it and `run()` raises once what it could settle is
+settled (docs/operations.md). The decisions are the core's `Liveness`.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import random
 import signal
 import time
@@ -39,11 +45,13 @@ from sqsbatch._core.flows import ReceiveErrors, heartbeat, read_settings, receiv
 from sqsbatch._core.handlers import check_handler
 from sqsbatch._core.heartbeat import Watch
 from sqsbatch._core.ledger import Outcome
+from sqsbatch._core.liveness import Liveness, Pulse, all_busy, default_stall_seconds
 from sqsbatch._core.queue_settings import check_dead_letter_queue
 from sqsbatch._core.receivers import Receivers
 from sqsbatch._core.receiving import Assembly, connections_for, is_idle, receive_visibility
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.errors import ConfigError, SqsBatchError
+from sqsbatch.health import HealthFile
 from sqsbatch.lifecycle import ConsumerStats
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import MessageBatch, _Delivery
@@ -60,7 +68,10 @@ class AsyncConsumer:
     """Polls one queue and hands batches to `handler`, with Cloudflare Queues' semantics.
 
     `client`: a boto3 SQS client for `Consumer`, an aiobotocore one already entered
-    (`async with session.client(...)`) for `AsyncConsumer`; without one, `run()` makes its own.
+    (`async with session.client(...)`) for `AsyncConsumer`; without one, `run()` makes its own,
+    with read timeouts that fit the long poll (`sqsbatch._botocore.client_config`).
+    `health_file`: a path touched while the poller is alive, for `sqsbatch health`; a directory
+    that does not exist or cannot be written is a `ConfigError` here (docs/operations.md).
     """
 
     def __init__(
@@ -73,10 +84,12 @@ class AsyncConsumer:
         limits: SqsLimits = SQS_LIMITS,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
+        health_file: str | os.PathLike[str] | None = None,
     ) -> None:
         check_handler(handler, is_async=HANDLER_IS_ASYNC)
         self.config = config if config is not None else ConsumerConfig.load(queue)
         check_dead_letter_queue(queue, self.config.dead_letter_queue)
+        self._health = HealthFile(health_file) if health_file is not None else None
         self.queue = queue
         self.handler = handler
         self.stats = ConsumerStats()
@@ -93,6 +106,15 @@ class AsyncConsumer:
         self._last_activity = 0.0
         self._receive_errors = ReceiveErrors()
         self._fatal: SqsBatchError | None = None
+        self._liveness = Liveness(self.stall_seconds, alive_at=clock())
+        self._handlers: dict[int, float] = {}  # a running handler's batch -> when it started
+
+    @property
+    def stall_seconds(self) -> float:
+        """The watchdog's limit: the setting, else three long polls plus the visibility timeout."""
+        if self.config.stall_seconds is not None:
+            return self.config.stall_seconds
+        return default_stall_seconds(self._limits.max_wait_seconds, self.config.visibility_timeout)
 
     @property
     def requests(self) -> int:
@@ -137,10 +159,16 @@ class AsyncConsumer:
         dlq = settings.config.dead_letter_queue
         dlq_url = await self._sqs.queue_url(dlq) if dlq is not None else None
         self._last_activity = self._clock()
+        self._alive()  # the queue answered
         return QueueContext.of(url, settings, dlq_url, self._limits)
 
     async def _loop(self, idle_seconds: float | None) -> None:
-        async with opened(self._sqs, connections_for(self.config)):
+        self._liveness = Liveness(self.stall_seconds, alive_at=self._clock())
+        timeouts = {
+            "long_poll_seconds": self._limits.max_wait_seconds,
+            "margin_seconds": self.config.read_timeout_margin,
+        }
+        async with opened(self._sqs, connections_for(self.config), **timeouts):
             self._context = await self._start()
             try:
                 async with Slots(self.config.max_concurrency) as slots:
@@ -152,6 +180,7 @@ class AsyncConsumer:
                         for _ in range(count):
                             slots.start(self._serve, idle_seconds)
                         await self._changed.wait(WAKE_SECONDS)
+                        self._look()
             finally:
                 self._stopping.unbind()
                 self._changed.unbind()
@@ -179,6 +208,36 @@ class AsyncConsumer:
                 await self._process(deliveries)
             finally:
                 self._settled()
+
+    # -- health and the watchdog -----------------------------------------------------------------
+
+    def _alive(self) -> None:
+        """A receive completed: the health file is touched."""
+        with self._lock:
+            pulse = self._liveness.received(self._clock())
+        self._pulse(pulse)
+
+    def _look(self) -> None:
+        """The loop's look at its slots: busy counts as alive; too long neither stops it."""
+        now = self._clock()
+        with self._lock:
+            busy = all_busy(
+                now,
+                self._handlers.values(),
+                slots=self.config.max_concurrency,
+                handler_timeout=self.config.handler_timeout,
+            )
+            pulse = self._liveness.look(now, busy=busy, stopping=self._stopping.is_set())
+        self._pulse(pulse)
+
+    def _pulse(self, pulse: Pulse) -> None:
+        if pulse.touch and self._health is not None:
+            self._health.touch()
+        if pulse.stalled_for is not None:
+            message = self._liveness.stall_message(self.queue, pulse.stalled_for)
+            log.error("%s", message)
+            self._fatal = SqsBatchError(message)
+            self.stop()
 
     def _received(self, got: int, asked: int) -> bool:
         with self._lock:
@@ -227,6 +286,8 @@ class AsyncConsumer:
         )
         received = await self._sqs.run(flow)
         self.stats.add(received.counts)
+        if "receive_errors" not in received.counts:
+            self._alive()
         if received.line is not None:
             log.log(received.line[0], "%s", received.line[1])
         if received.fatal is not None:
@@ -263,7 +324,19 @@ class AsyncConsumer:
     async def _supervise(self, batch: MessageBatch) -> tuple[Outcome, BaseException | None]:
         """Run the handler; keep its messages hidden while it runs; give up at the timeout."""
         run = HandlerRun(self.handler, batch)
-        watch = Watch.start(self._clock(), self.config)
+        started = self._clock()
+        watch = Watch.start(started, self.config)
+        with self._lock:
+            self._handlers[id(batch)] = started
+        try:
+            return await self._watch(run, watch, batch)
+        finally:
+            with self._lock:
+                del self._handlers[id(batch)]
+
+    async def _watch(
+        self, run: HandlerRun, watch: Watch, batch: MessageBatch
+    ) -> tuple[Outcome, BaseException | None]:
         deliveries = batch._deliveries
         timed_out = False
         while not run.done():

@@ -13,7 +13,12 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sqsbatch._botocore import client_config
+from sqsbatch._botocore import (
+    LONG_POLL_SECONDS,
+    MARGIN_SECONDS,
+    client_config,
+    receives_fail_fast,
+)
 from sqsbatch.handler_tasks import HandlerThread
 from sqsbatch.lifecycle import graceful_signals as graceful
 from sqsbatch.message import MessageBatch
@@ -42,19 +47,38 @@ class BatchHandler(Protocol):
     def __call__(self, batch: MessageBatch, /) -> object: ...
 
 
-def default_client(*, max_pool_connections: int = 10) -> Any:
+def default_client(
+    *,
+    max_pool_connections: int = 10,
+    long_poll_seconds: float = LONG_POLL_SECONDS,
+    margin_seconds: float = MARGIN_SECONDS,
+) -> Any:
     """A boto3 SQS client; the endpoint comes from `AWS_ENDPOINT_URL_SQS`/`AWS_ENDPOINT_URL`."""
     import boto3  # noqa: PLC0415 - keeps `import sqsbatch` light for Lambda cold starts
 
-    config = client_config(max_pool_connections=max_pool_connections)
-    return boto3.session.Session().client("sqs", config=config)
+    config = client_config(
+        max_pool_connections=max_pool_connections,
+        long_poll_seconds=long_poll_seconds,
+        margin_seconds=margin_seconds,
+    )
+    return receives_fail_fast(boto3.session.Session().client("sqs", config=config))
 
 
 @contextmanager
-def opened(sqs: SyncSqs, max_pool_connections: int) -> Iterator[None]:
+def opened(
+    sqs: SyncSqs,
+    max_pool_connections: int,
+    *,
+    long_poll_seconds: float = LONG_POLL_SECONDS,
+    margin_seconds: float = MARGIN_SECONDS,
+) -> Iterator[None]:
     """A door without a client gets one, kept for later runs (boto3's needs no closing)."""
     if sqs.client is None:
-        sqs.client = default_client(max_pool_connections=max_pool_connections)
+        sqs.client = default_client(
+            max_pool_connections=max_pool_connections,
+            long_poll_seconds=long_poll_seconds,
+            margin_seconds=margin_seconds,
+        )
     yield
 
 

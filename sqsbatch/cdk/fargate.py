@@ -1,6 +1,8 @@
 """Long-running containers on Fargate: the async poller and the redrive daemon.
 
 Both run an image that already exists (ECR repository or image URI): nothing here builds one.
+Both touch a health file (`--health-file`) that the container health check reads with
+`sqsbatch health` (docs/operations.md): a task whose loop stops receiving is replaced.
 """
 
 from __future__ import annotations
@@ -27,6 +29,29 @@ from sqsbatch.errors import ConfigError
 __all__ = ["FargateConsumer", "RedriveService", "TaskSize", "container_image"]
 
 ECS_MAX_STOP_TIMEOUT = 120
+HEALTH_FILE = "/tmp/sqsbatch.health"
+"""Where the consumer and the daemon touch their health file inside the container."""
+HEALTH_MAX_AGE_SECONDS = 60
+"""Three long polls of 20 s: a loop that has not completed a receive (nor kept every slot busy)
+for that long fails its check; the stall watchdog (default 90 s) then exits the process."""
+
+
+def with_health_file(command: Sequence[str]) -> list[str]:
+    """`command` with `--health-file`, and the ECS container health check that reads the file."""
+    return [*command, "--health-file", HEALTH_FILE]
+
+
+def _health_check() -> ecs.HealthCheck:
+    check = f"sqsbatch health {HEALTH_FILE} --max-age {HEALTH_MAX_AGE_SECONDS}"
+    return ecs.HealthCheck(
+        command=["CMD-SHELL", check],
+        interval=Duration.seconds(30),
+        timeout=Duration.seconds(10),
+        retries=3,
+        start_period=Duration.seconds(60),
+    )
+
+
 CONSUMER_QUEUE_ACTIONS = [
     "sqs:ReceiveMessage",
     "sqs:DeleteMessage",
@@ -114,10 +139,11 @@ class _Service(Construct):
         self.task_definition.add_container(
             "Container",
             image=image,
-            command=list(command),
+            command=with_health_file(command),
             environment=dict(environment),
             stop_timeout=Duration.seconds(size.stop_timeout_seconds),
             logging=ecs.LogDrivers.aws_logs(stream_prefix=id, log_group=self.log_group),
+            health_check=_health_check(),
         )
         self.service = ecs.FargateService(
             self,

@@ -19,7 +19,7 @@ from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 from typer.core import TyperGroup
 
-from sqsbatch._botocore import client_config, sqs_errors
+from sqsbatch._botocore import LONG_POLL_SECONDS, MARGIN_SECONDS, client_config, sqs_errors
 from sqsbatch._core.shapes import queue_name
 from sqsbatch._sync.door import SyncSqs
 from sqsbatch.cli.options import arity, hoist, tidy_help
@@ -97,15 +97,24 @@ class Connection:
     region: str | None = None
     profile: str | None = None
 
-    def client(self, *, max_pool_connections: int = 10) -> Any:
+    def client(
+        self,
+        *,
+        max_pool_connections: int = 10,
+        long_poll_seconds: float = LONG_POLL_SECONDS,
+        margin_seconds: float = MARGIN_SECONDS,
+    ) -> Any:
         """A boto3 SQS client that gives up soon when SQS cannot be reached (a wrong endpoint
-        or port is one error line within seconds, not botocore's retries with backoff)."""
+        or port is one error line within seconds, not botocore's retries with backoff), and
+        whose read timeout is the longest long poll plus `margin_seconds`."""
         import boto3  # noqa: PLC0415 - slow to import; `--help` should not pay for it
         from botocore.config import Config  # noqa: PLC0415
 
-        config = client_config(max_pool_connections=max_pool_connections).merge(
-            Config(connect_timeout=CONNECT_TIMEOUT_SECONDS)
-        )
+        config = client_config(
+            max_pool_connections=max_pool_connections,
+            long_poll_seconds=long_poll_seconds,
+            margin_seconds=margin_seconds,
+        ).merge(Config(connect_timeout=CONNECT_TIMEOUT_SECONDS))
         with sqs_errors():
             session = boto3.session.Session(profile_name=self.profile, region_name=self.region)
             try:

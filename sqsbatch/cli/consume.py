@@ -19,6 +19,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from sqsbatch._botocore import receives_fail_fast
 from sqsbatch._core.receiving import connections_for
 from sqsbatch.cli.common import CliError, Connection, connection, err, out, print_json
 from sqsbatch.cli.foreground import Foreground
@@ -176,6 +177,23 @@ def consume(
             "at the cost of more empty receives.",
         ),
     ] = 20,
+    health_file: Annotated[
+        str | None,
+        typer.Option(
+            metavar="PATH",
+            help="Touch PATH while alive (after each receive, and while every slot is busy): "
+            "for `sqsbatch health PATH --max-age SECONDS`.",
+        ),
+    ] = None,
+    stall_seconds: Annotated[
+        float | None,
+        typer.Option(
+            min=0.001,
+            max=86_400,
+            help="Exit non-zero after this long neither receiving nor busy "
+            "(default: 3 long polls + visibility timeout).",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the final stats as JSON.")] = False,
     log_format: LogFormatOption = LogFormat.AUTO,
     level: LogLevelOption = None,
@@ -204,6 +222,7 @@ def consume(
         retry_delay=retry_delay,
         max_concurrency=max_concurrency,
         visibility_timeout=visibility_timeout,
+        stall_seconds=stall_seconds,
     )
     with cli_logging(log_format, log_level(level, verbose, default=logging.WARNING)):
         function = load_handler(handler)
@@ -215,6 +234,7 @@ def consume(
             config=config,
             limits=SqsLimits(max_wait_seconds=poll_seconds),
             until_idle=idle_seconds if once else None,
+            health_file=health_file,
         )
         stats, requests = _run_async(ctx, run) if use_async else _run_sync(ctx, run)
     _report(queue, stats, requests, as_json=as_json)
@@ -230,6 +250,7 @@ class _Run:
     limits: SqsLimits
     until_idle: float | None
     """With --once: how long idle is; None runs until a signal."""
+    health_file: str | None = None
 
     def foreground(
         self, work: Callable[[], object], stop: Callable[[], None], stats: Counters
@@ -266,8 +287,21 @@ def _check_kind(function: Any, spec: str, *, use_async: bool) -> None:
 def _run_sync(ctx: typer.Context, run: _Run) -> tuple[dict[str, int], int]:
     from sqsbatch.consumer import Consumer  # noqa: PLC0415
 
-    client = connection(ctx).client(max_pool_connections=connections_for(run.config))
-    consumer = Consumer(run.queue, run.function, run.config, client=client, limits=run.limits)
+    client = receives_fail_fast(
+        connection(ctx).client(
+            max_pool_connections=connections_for(run.config),
+            long_poll_seconds=run.limits.max_wait_seconds,
+            margin_seconds=run.config.read_timeout_margin,
+        )
+    )
+    consumer = Consumer(
+        run.queue,
+        run.function,
+        run.config,
+        client=client,
+        limits=run.limits,
+        health_file=run.health_file,
+    )
     run.starting()  # only once the consumer is made: a bad handler or setting fails first
     idle = run.until_idle
     work = consumer.run if idle is None else (lambda: consumer.run_until_idle(idle))
@@ -279,7 +313,9 @@ def _run_async(ctx: typer.Context, run: _Run) -> tuple[dict[str, int], int]:
     from sqsbatch.async_consumer import AsyncConsumer  # noqa: PLC0415 - aioboto3 is slow to load
 
     with _exported(connection(ctx)):  # the async client is aioboto3's: it reads the env
-        consumer = AsyncConsumer(run.queue, run.function, run.config, limits=run.limits)
+        consumer = AsyncConsumer(
+            run.queue, run.function, run.config, limits=run.limits, health_file=run.health_file
+        )
         run.starting(" (async)")
         idle = run.until_idle
 

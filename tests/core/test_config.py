@@ -20,6 +20,8 @@ DEFAULTS = {
     "visibility_timeout": 30,
     "handler_timeout": 900.0,
     "max_message_age": None,
+    "stall_seconds": None,  # three long polls plus visibility_timeout (docs/operations.md)
+    "read_timeout_margin": 10.0,
 }
 
 

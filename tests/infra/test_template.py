@@ -14,6 +14,7 @@ from aws_cdk.assertions import Match, Template
 
 from sqsbatch._core.queue_settings import resolve_settings
 from sqsbatch.cdk.encryption import QUEUE_RECEIVE, QUEUE_SEND
+from sqsbatch.cdk.fargate import with_health_file
 from sqsbatch.cdk.rules import VISIBILITY_FACTOR, consumer_environment
 from sqsbatch.cdk.settings import FOURTEEN_DAYS, QueuePlan
 from sqsbatch.config import ConsumerConfig
@@ -239,7 +240,7 @@ def test_lambda_role_allows_exactly_what_the_adapter_uses(synthesis: Synthesis) 
 def task_definition(synthesis: Synthesis, command: list[str]) -> dict[str, Any]:
     for task in resources(synthesis.template, "AWS::ECS::TaskDefinition").values():
         (container,) = task["Properties"]["ContainerDefinitions"]
-        if container["Command"] == command:
+        if container["Command"] == with_health_file(command):  # docs/operations.md
             return dict(task["Properties"])
     raise AssertionError(f"no task runs {command}")
 

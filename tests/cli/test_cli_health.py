@@ -1,0 +1,164 @@
+"""`sqsbatch health PATH --max-age SECONDS` and `consume --health-file`, through typer's runner and
+as the installed console script (the ECS health check runs the script)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from sqsbatch import create_queue
+from sqsbatch.cli.app import app
+from sqsbatch.health import HealthFile
+from sqsbatch.local import LocalSqs
+from tests.cli.test_cli_process import SCRIPT, env
+from tests.support.cli_results import ok, one_line_error
+from tests.support.silent_proxy import silent_proxy
+
+runner = CliRunner()
+GUARD_SECONDS = 90.0
+
+
+def health(path: Path, *extra: str) -> Any:
+    return runner.invoke(app, ["health", str(path), *extra])
+
+
+def touched(path: Path, seconds_ago: float) -> Path:
+    path.write_text("")
+    then = time.time() - seconds_ago
+    os.utime(path, (then, then))
+    return path
+
+
+def test_a_fresh_file_is_healthy(tmp_path: Path) -> None:
+    result = ok(health(touched(tmp_path / "h", 1), "--max-age", "30"))
+    assert result.stdout.startswith("healthy: ")
+
+
+def test_a_stale_file_is_exit_1_with_one_line_saying_how_stale(tmp_path: Path) -> None:
+    line = one_line_error(health(touched(tmp_path / "h", 125), "--max-age", "60"), 1, "unhealthy")
+    assert "last touched 12" in line and "s ago (--max-age 60)" in line
+
+
+def test_a_missing_file_and_one_not_touched_yet_are_unhealthy(tmp_path: Path) -> None:
+    one_line_error(health(tmp_path / "none", "--max-age", "60"), 1, "does not exist")
+    HealthFile(tmp_path / "new")  # what a consumer makes at construction
+    one_line_error(health(tmp_path / "new", "--max-age", "60"), 1, "not touched yet")
+
+
+@pytest.mark.parametrize("max_age", ["0", "-5"])
+def test_a_max_age_that_is_not_positive_is_a_usage_error(tmp_path: Path, max_age: str) -> None:
+    one_line_error(health(touched(tmp_path / "h", 0), "--max-age", max_age), 2, "--max-age")
+
+
+def test_max_age_is_required(tmp_path: Path) -> None:
+    assert health(touched(tmp_path / "h", 0)).exit_code == 2
+
+
+def test_the_console_script_exits_0_then_1(tmp_path: Path) -> None:
+    path = touched(tmp_path / "h", 0)
+    fresh = subprocess.run(
+        [str(SCRIPT), "health", str(path), "--max-age", "60"], capture_output=True, check=False
+    )
+    assert fresh.returncode == 0, fresh.stderr
+    touched(path, 120)
+    stale = subprocess.run(
+        [str(SCRIPT), "health", str(path), "--max-age", "60"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert stale.returncode == 1 and stale.stderr.count("\n") == 1
+    assert "unhealthy" in stale.stderr and "Traceback" not in stale.stderr
+
+
+@pytest.mark.parametrize("kind", [[], ["--async"]])
+def test_consume_refuses_a_bad_health_file_before_it_starts(
+    local_sqs: LocalSqs, tmp_path: Path, name: str, kind: list[str]
+) -> None:
+    create_queue(name, client=local_sqs.client())
+    where = ["--endpoint-url", local_sqs.endpoint_url, "--region", "us-east-1"]
+    spec = handler_file(tmp_path, is_async=bool(kind))
+    args = [*where, "consume", spec, "--queue", name, "--once", *kind]
+    result = runner.invoke(app, [*args, "--health-file", str(tmp_path / "no" / "h")])
+    one_line_error(result, 1, "health_file=", "no directory")
+    assert "consuming" not in result.stderr
+
+
+@pytest.mark.parametrize("value", ["0", "soon"])
+def test_consume_refuses_a_bad_stall_seconds(
+    local_sqs: LocalSqs, tmp_path: Path, name: str, value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SQSBATCH_STALL_SECONDS", value)
+    where = ["--endpoint-url", local_sqs.endpoint_url, "--region", "us-east-1"]
+    spec = handler_file(tmp_path, is_async=False)
+    result = runner.invoke(app, [*where, "consume", spec, "--queue", name, "--once"])
+    one_line_error(result, 1, "stall_seconds=")
+
+
+def handler_file(folder: Path, *, is_async: bool) -> str:
+    """A handler in a file of a name no other test imported (modules are cached by name)."""
+    stem = f"jobs_{uuid.uuid4().hex[:8]}"
+    source = (
+        "async def handle(batch):\n    pass\n" if is_async else "def handle(batch):\n    pass\n"
+    )
+    (folder / f"{stem}.py").write_text(source)
+    return f"{folder / stem}.py:handle"
+
+
+def wait_for(state: Any, what: str) -> None:
+    deadline = time.monotonic() + GUARD_SECONDS
+    while not state():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never reached: {what}")
+        time.sleep(0.1)
+
+
+def script_health(path: Path) -> int:
+    args = [str(SCRIPT), "health", str(path), "--max-age", "2"]
+    return subprocess.run(args, capture_output=True, check=False).returncode
+
+
+@pytest.mark.parametrize("kind", [[], ["--async"]])
+def test_consume_whose_endpoint_stops_answering_fails_its_health_check_and_exits_non_zero(
+    local_sqs: LocalSqs, tmp_path: Path, name: str, kind: list[str]
+) -> None:
+    # Given `sqsbatch consume --health-file`, through a proxy, with the watchdog set short
+    create_queue(name, client=local_sqs.client())
+    path = tmp_path / "health"
+    with silent_proxy(local_sqs.endpoint_url) as proxy:
+        environment = env(
+            None,
+            AWS_ENDPOINT_URL_SQS=proxy.endpoint_url,
+            SQSBATCH_STALL_SECONDS="3",
+            SQSBATCH_READ_TIMEOUT_MARGIN="1",
+        )
+        spec = handler_file(tmp_path, is_async=bool(kind))
+        command = [str(SCRIPT), "consume", spec, "--queue", name, "--poll-seconds", "1"]
+        process = subprocess.Popen(
+            [*command, *kind, "--health-file", str(path)],
+            cwd=tmp_path,
+            env=environment,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            wait_for(lambda: script_health(path) == 0, "the file fresh")
+            # When the endpoint accepts connections and never answers
+            proxy.silence()
+            # Then the health check fails and the process exits non-zero, saying why
+            wait_for(lambda: script_health(path) == 1, "sqsbatch health fails")
+            _, stderr = process.communicate(timeout=GUARD_SECONDS)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+    assert process.returncode == 1, stderr
+    assert "stalled" in stderr and "Traceback" not in stderr
