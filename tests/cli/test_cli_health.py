@@ -162,3 +162,12 @@ def test_consume_whose_endpoint_stops_answering_fails_its_health_check_and_exits
                 process.communicate()
     assert process.returncode == 1, stderr
     assert "stalled" in stderr and "Traceback" not in stderr
+
+
+def test_consume_refuses_a_stall_seconds_flag_of_0(
+    local_sqs: LocalSqs, tmp_path: Path, name: str
+) -> None:
+    where = ["--endpoint-url", local_sqs.endpoint_url, "--region", "us-east-1"]
+    spec = handler_file(tmp_path, is_async=False)
+    args = [*where, "consume", spec, "--queue", name, "--once", "--stall-seconds", "0"]
+    one_line_error(runner.invoke(app, args), 2, "--stall-seconds")

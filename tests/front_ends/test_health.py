@@ -17,9 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from botocore.exceptions import ReadTimeoutError
 from typer.testing import CliRunner, Result
 
 from sqsbatch import AsyncConsumer, Consumer, ConsumerConfig, MessageBatch
+from sqsbatch._async.flavour import default_client as async_default_client
+from sqsbatch._botocore import receives_fail_fast
+from sqsbatch._sync.flavour import default_client as sync_default_client
 from sqsbatch.cli.app import app
 from sqsbatch.errors import ConfigError, SqsBatchError
 from sqsbatch.health import age_seconds
@@ -239,3 +243,60 @@ def test_stall_seconds_comes_from_the_environment_and_defaults_to_three_polls_pl
     assert quick.stall_seconds == 3 * 1 + 30
     monkeypatch.setenv("SQSBATCH_STALL_SECONDS", "12.5")
     assert Consumer("q", lambda b: None, ConsumerConfig(), client=object()).stall_seconds == 12.5
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_pollers_client_times_out_a_silent_receive_once_and_botocore_does_not_retry_it(
+    kind: str, sqs: Any, name: str, proxy: SilentProxy
+) -> None:
+    # Given the client a poller makes for itself (long poll 1 s, margin 0.5 s)
+    url = sqs.create_queue(QueueName=name)["QueueUrl"]
+    proxy.silence()
+    # When a receive meets an endpoint that never answers
+    if kind == "sync":
+        client = sync_default_client(long_poll_seconds=1, margin_seconds=0.5)
+        assert client.meta.config.read_timeout == 1.5
+        with pytest.raises(ReadTimeoutError):
+            client.receive_message(QueueUrl=url, WaitTimeSeconds=1)
+    else:
+
+        async def receive() -> None:
+            async with async_default_client(long_poll_seconds=1, margin_seconds=0.5) as client:
+                assert client.meta.config.read_timeout == 1.5
+                receives_fail_fast(client)
+                await client.receive_message(QueueUrl=url, WaitTimeSeconds=1)
+
+        with pytest.raises(ReadTimeoutError):
+            asyncio.run(receive())
+    # Then it gave up after one read timeout: one connection, no retry of botocore's
+    assert proxy.swallowed == 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_watchdog_lets_the_batch_in_flight_finish_and_settle_before_it_raises(
+    kind: str, sqs: Any, name: str, proxy: SilentProxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given two slots, one of them running a handler that waits to be released
+    url = sqs.create_queue(QueueName=name)["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody="in flight")
+    started, release = threading.Event(), threading.Event()
+
+    def held(batch: MessageBatch) -> None:
+        started.set()
+        release.wait(GUARD_SECONDS)
+
+    consumer, runner = start(kind, name, held, config={"max_concurrency": 2})
+    wait_for(started.is_set, "the handler runs")
+    # When the endpoint stops answering until the watchdog fires (one slot is free: not busy)
+    proxy.silence()
+    wait_for(lambda: "stalled" in caplog.text, "the watchdog fires")
+    assert not runner.ended()  # it waits for the batch in flight
+    proxy.resume()
+    release.set()
+    wait_for(runner.ended, "the poller stopped")
+    # Then the batch was settled (acked: deleted) before run() raised
+    assert isinstance(runner.error, SqsBatchError) and "stalled" in str(runner.error)
+    assert consumer.stats.as_dict()["acked"] == 1
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    assert attributes["ApproximateNumberOfMessages"] == "0"
+    assert attributes["ApproximateNumberOfMessagesNotVisible"] == "0"

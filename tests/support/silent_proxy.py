@@ -22,11 +22,17 @@ class SilentProxy:
         self.silent = threading.Event()
         self._closed = threading.Event()
         self._sockets: list[socket.socket] = []
+        self.swallowed = 0
+        """Connections accepted while silent (a client's retry opens a new one)."""
         threading.Thread(target=self._accept, daemon=True).start()
 
     def silence(self) -> None:
         """From now on, nothing more reaches the upstream and nothing more comes back."""
         self.silent.set()
+
+    def resume(self) -> None:
+        """New connections reach the upstream again (those accepted while silent stay silent)."""
+        self.silent.clear()
 
     def close(self) -> None:
         self._closed.set()
@@ -42,6 +48,7 @@ class SilentProxy:
                 return
             self._sockets.append(client)
             if self.silent.is_set():
+                self.swallowed += 1
                 threading.Thread(target=self._swallow, args=(client,), daemon=True).start()
                 continue
             upstream = socket.create_connection(self._upstream)
