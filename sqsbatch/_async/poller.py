@@ -41,7 +41,7 @@ from sqsbatch._async.flavour import (
 from sqsbatch._core.batching import BatchWindow
 from sqsbatch._core.closing import close_batch, handler_end
 from sqsbatch._core.context import QueueContext
-from sqsbatch._core.flows import ReceiveErrors, heartbeat, read_settings, receive, settle
+from sqsbatch._core.flows import ReceiveErrors, Screening, heartbeat, read_settings, receive, settle
 from sqsbatch._core.handlers import check_handler
 from sqsbatch._core.heartbeat import Watch
 from sqsbatch._core.ledger import Outcome
@@ -49,6 +49,7 @@ from sqsbatch._core.liveness import Liveness, Pulse, all_busy, default_stall_sec
 from sqsbatch._core.queue_settings import check_dead_letter_queue
 from sqsbatch._core.receivers import Receivers
 from sqsbatch._core.receiving import Assembly, connections_for, is_idle, receive_visibility
+from sqsbatch._core.screening import BodyModel, Screen
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.errors import ConfigError, SqsBatchError
 from sqsbatch.health import HealthFile
@@ -85,8 +86,10 @@ class AsyncConsumer:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         health_file: str | os.PathLike[str] | None = None,
+        body_model: Any = None,
     ) -> None:
         check_handler(handler, is_async=HANDLER_IS_ASYNC)
+        self._body_model = BodyModel(body_model) if body_model is not None else None
         self.config = config if config is not None else ConsumerConfig.load(queue)
         check_dead_letter_queue(queue, self.config.dead_letter_queue)
         self._health = HealthFile(health_file) if health_file is not None else None
@@ -283,6 +286,7 @@ class AsyncConsumer:
             errors=self._receive_errors,
             random=self._random,
             limits=self._limits,
+            screening=Screening(context, Screen(context.config.max_message_age, self._body_model)),
         )
         received = await self._sqs.run(flow)
         self.stats.add(received.counts)

@@ -86,3 +86,25 @@ def test_lambda_dead_letter_paths_cost_one_send_per_ten(
     print(f"\nlambda, {path} on {SIZE} messages: {found} (Lambda deletes what is not reported)")
     assert found == expected
     assert depth(sqs, dlq) == SIZE and depth(sqs, name) == 0
+
+
+@pytest.mark.parametrize("path", ["expired", "invalid_body"])
+def test_poller_screening_costs_one_send_and_one_delete_per_ten(
+    sqs: Any, name: str, path: str
+) -> None:
+    # Given 10 messages that can never be processed: past their deadline, or not an Order
+    bodies: list[Any] = list(range(SIZE)) if path != "invalid_body" else ["x"] * SIZE
+    dlq = _queue(sqs, name, bodies, **({"ttl_seconds": 1} if path == "expired" else {}))
+    if path == "expired":
+        time.sleep(1.2)
+    seen: list[Any] = []
+    # When the poller consumes them (screened in the receive, before any batch)
+    model = Order if path == "invalid_body" else None
+    consumer = Consumer(name, seen.append, _config(dlq), client=sqs, body_model=model)
+    consumer.run_until_idle(1.0)
+    found = _settling(consumer.requests_by_operation)
+    print(f"\npoller, {path} on {SIZE} messages: {found}")
+    # Then one copy call and one delete call for the 10, and the handler saw none of them
+    assert found == {"delete_message_batch": 1, "send_message_batch": 1}
+    assert seen == []
+    assert depth(sqs, dlq) == SIZE and depth(sqs, name) == 0

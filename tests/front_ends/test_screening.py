@@ -1,6 +1,6 @@
-"""Deadlines and typed bodies (issue 12) against moto's server, on every front end that screens
-(`FrontEnd.screens`): messages past their deadline or with an invalid body are dead-lettered
-before the handler, never handed to it, costing no attempt. Plus the producer's side:
+"""Deadlines and typed bodies (issue 12) against moto's server, on every front end: messages
+past their deadline or with an invalid body are dead-lettered before the handler, never handed
+to it, costing no attempt. Plus the producer's side:
 `ttl_seconds` precedence, pydantic bodies, and bad input in one line.
 
 Deadlines here are a second or two long, and the tests wait them out: nothing about timing is
@@ -20,11 +20,11 @@ from pydantic import BaseModel
 from sqsbatch import ConsumerConfig, MessageBatch, MessageSendRequest, Producer, create_queue
 from sqsbatch.envelope import decode
 from sqsbatch.errors import ConfigError, MessageError
-from tests.support.front_ends import FRONT_ENDS, FrontEnd, LambdaFrontEnd
+from tests.support.front_ends import FRONT_ENDS, FrontEnd
 from tests.support.scenarios import Recorder
 from tests.support.sqs_helpers import depth, drain
 
-SCREENING = [f for f in FRONT_ENDS if f.screens]
+SCREENING = FRONT_ENDS
 
 
 class Order(BaseModel):
@@ -52,7 +52,6 @@ def dead(sqs: Any, dlq: str) -> dict[Any, list[tuple[str, int]]]:
 
 def consume(front_end: FrontEnd, queue: str, cfg: ConsumerConfig, sqs: Any, **kw: Any) -> Recorder:
     recorder = Recorder()
-    assert isinstance(front_end, LambdaFrontEnd)
     front_end.consume(queue, recorder.saw, cfg, sqs, **kw)
     return recorder
 
@@ -127,7 +126,6 @@ def test_a_retry_due_after_the_deadline_dead_letters_when_it_comes_due(
         batch.messages[0].retry(delay_seconds=3)
 
     recorder = Recorder()
-    assert isinstance(front_end, LambdaFrontEnd)
     front_end.consume(name, handler, config(dlq), sqs, idle_seconds=5)
     # Then it was handled once, and dead-lettered as expired when it came back
     assert recorder.attempts() == {0: [1]}

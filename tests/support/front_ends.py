@@ -63,10 +63,13 @@ def run_async(
     *,
     limits: SqsLimits = SQS_LIMITS,
     idle_seconds: float = 1.0,
+    body_model: Any = None,
 ) -> AsyncConsumer:
     async def main() -> AsyncConsumer:
         async with aio_client(client) as aio:
-            consumer = AsyncConsumer(queue, handler, config, client=aio, limits=limits)
+            consumer = AsyncConsumer(
+                queue, handler, config, client=aio, limits=limits, body_model=body_model
+            )
             await consumer.run_until_idle(idle_seconds)
             return consumer
 
@@ -82,9 +85,6 @@ def as_async(script: Script) -> Callable[[MessageBatch], Awaitable[None]]:
 
 class FrontEnd(Protocol):
     name: str
-    screens: bool
-    """It takes `body_model=` and screens deadlines before the handler (issue 12): the Lambda
-    adapter does; the pollers do once they pass the core's `Screening` to `receive`."""
 
     def consume(
         self,
@@ -95,14 +95,14 @@ class FrontEnd(Protocol):
         *,
         limits: SqsLimits = SQS_LIMITS,
         idle_seconds: float = 1.0,
+        body_model: Any = None,
     ) -> None:
         """Run `script` on `queue` until nothing arrives for `idle_seconds` and nothing is in
-        flight (with SQS's ceilings as `limits` say)."""
+        flight (with SQS's ceilings as `limits` say, and bodies validated by `body_model`)."""
 
 
 class SyncFrontEnd:
     name = "sync"
-    screens = False
 
     def consume(
         self,
@@ -113,13 +113,16 @@ class SyncFrontEnd:
         *,
         limits: SqsLimits = SQS_LIMITS,
         idle_seconds: float = 1.0,
+        body_model: Any = None,
     ) -> None:
-        Consumer(queue, script, config, client=client, limits=limits).run_until_idle(idle_seconds)
+        consumer = Consumer(
+            queue, script, config, client=client, limits=limits, body_model=body_model
+        )
+        consumer.run_until_idle(idle_seconds)
 
 
 class AsyncFrontEnd:
     name = "async"
-    screens = False
 
     def consume(
         self,
@@ -130,14 +133,21 @@ class AsyncFrontEnd:
         *,
         limits: SqsLimits = SQS_LIMITS,
         idle_seconds: float = 1.0,
+        body_model: Any = None,
     ) -> None:
-        run_async(queue, as_async(script), config, client, limits=limits, idle_seconds=idle_seconds)
+        run_async(
+            queue,
+            as_async(script),
+            config,
+            client,
+            limits=limits,
+            idle_seconds=idle_seconds,
+            body_model=body_model,
+        )
 
 
 class LambdaFrontEnd:
     """The Lambda adapter behind a simulated event source mapping (sync or async handler)."""
-
-    screens = True
 
     def __init__(self, *, async_handler: bool = False) -> None:
         self.async_handler = async_handler
