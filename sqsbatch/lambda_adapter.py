@@ -33,12 +33,15 @@ from sqsbatch._sync.flavour import BatchHandler
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.handler_tasks import run_async_handler, run_in_thread
 from sqsbatch.lambda_event import (
+    Arrival,
     BatchResponse,
     ParsedEvent,
     RecordDelivery,
-    deliveries,
+    RecordMessage,
+    delay_hops,
     handler_budget,
     parse_event,
+    record_batch,
 )
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import MessageBatch
@@ -98,20 +101,16 @@ class LambdaAdapter:
         sqs = self._door()
         queue = self._queue(sqs, parsed.queue_url)
         wall_now, now = self._wall_clock(), self._clock()
-        received_at = now - max(0.0, wall_now - parsed.first_receive)
-        hidden_until = received_at + queue.config.visibility_timeout
-        records = deliveries(parsed, received_at=received_at, hidden_until=hidden_until)
+        visibility = queue.config.visibility_timeout
+        arrival = Arrival(parsed, now=now, wall_now=wall_now, visibility_timeout=visibility)
+        hops = delay_hops(parsed, arrival)
         split = split_deliveries(
-            records,
-            queue_url=parsed.queue_url,
-            wall_now=wall_now,
-            limits=self._limits,
-            plain=parsed.plain,
+            list(hops.values()), queue_url=parsed.queue_url, wall_now=wall_now, limits=self._limits
         )
         if split.postpone is not None:
             listed += self._postpone(sqs, split)
-        if split.deliveries:
-            batch = MessageBatch(queue.name, split.deliveries)
+        batch = record_batch(queue.name, parsed, arrival, hops, split.early)
+        if batch.messages:
             listed += self._process(sqs, batch, queue, _remaining(context))
         return _response(listed)
 
@@ -145,8 +144,8 @@ class LambdaAdapter:
         settled = sqs.run(settle_for_lambda(closing, batch, self._limits))
         for level, text in settled.lines:
             log.log(level, "%s", text)
-        records = cast(list[RecordDelivery], batch._deliveries)
-        return [records[index].item_identifier for index in settled.listed]
+        messages = cast(list[RecordMessage], batch.messages)
+        return [messages[index].item_identifier for index in settled.listed]
 
     # -- running the handler ---------------------------------------------------------------------
 
