@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
-from itertools import count, repeat
+from itertools import repeat
 from operator import itemgetter
 from typing import Any, TypedDict, cast, overload
 
@@ -476,11 +476,12 @@ class Arrival:
 
 
 class RecordLedger(Ledger):
-    """The ledger of a batch of records, which also tells when they arrived (`Arrival`): what
-    each message reads when it makes its delivery, held once per batch, not per message."""
+    """The ledger of a batch of records, which also holds the records, in order, and when they
+    arrived (`Arrival`): what its messages read, held once per batch, not per message."""
 
-    def __init__(self, size: int, arrival: Arrival) -> None:
-        super().__init__(size)
+    def __init__(self, records: list[Mapping[str, Any]], arrival: Arrival) -> None:
+        super().__init__(len(records))
+        self.records = records
         self.arrival = arrival
 
 
@@ -489,22 +490,25 @@ class RecordMessage(Message):
     what settlement and `Message`'s other properties and methods read) is made on first use,
     so an all-acked batch makes none; `body`, `id` and `attempts` are read from the record.
 
-    Sets `Message`'s slots itself (but `_delivery`), as `Message.__init__` would. Few slots:
-    each costs every message a write, and a visit whenever the cyclic GC looks at it (the
-    body is read from the record: a slot of its own would cost more than the reads). No
-    `__getattr__`: a class with one has every attribute read take the slow path.
+    Sets `Message`'s slots itself (but `_delivery`), as `Message.__init__` would. Few slots,
+    and none that holds what lies far away in memory (the record: its batch's ledger holds
+    it): each costs every message a write and a reference to count, and a visit whenever the
+    cyclic GC looks at it. No `__getattr__`: with one, every attribute read is a slow one.
     """
 
-    __slots__ = ("_made", "_record")
+    __slots__ = ("_made",)
     _ledger: RecordLedger
     _made: _Delivery
     _envelope: Envelope = FOREIGN
     """Without sqsbatch's attribute (`EnvelopedMessage` has its own)."""
 
-    def __init__(self, record: Mapping[str, Any], ledger: RecordLedger, index: int) -> None:
+    def __init__(self, ledger: RecordLedger, index: int) -> None:
         self._ledger = ledger
         self._index = index
-        self._record = record
+
+    @property
+    def _record(self) -> Mapping[str, Any]:
+        return self._ledger.records[self._index]
 
     @property  # shadows `Message`'s slot, unused here
     def _delivery(self) -> _Delivery:
@@ -522,7 +526,7 @@ class RecordMessage(Message):
     @property
     def body(self) -> Any:
         """As `Message.body`: a foreign message's is its text as it came."""
-        return self._record["body"]
+        return self._ledger.records[self._index]["body"]
 
     @property
     def id(self) -> str:
@@ -544,12 +548,9 @@ class EnvelopedMessage(RecordMessage):
 
     __slots__ = ("_envelope",)
 
-    def __init__(
-        self, record: Mapping[str, Any], ledger: RecordLedger, index: int, envelope: Envelope
-    ) -> None:
+    def __init__(self, ledger: RecordLedger, index: int, envelope: Envelope) -> None:
         self._ledger = ledger
         self._index = index
-        self._record = record
         self._envelope = envelope
 
     @property
@@ -585,15 +586,15 @@ def record_batch(
     (`MessageBatch._deliveries`) are the messages' own, made as they are read."""
     records, envelopes = parsed.records, parsed.envelopes
     if envelopes is None:  # plain: one pass, nothing to set apart
-        ledger = RecordLedger(len(records), arrival)
-        return _batch(queue, ledger, list(map(RecordMessage, records, repeat(ledger), count())))
+        ledger = RecordLedger(records, arrival)
+        return _batch(queue, ledger, list(map(RecordMessage, repeat(ledger), range(len(records)))))
     hops = hops or {}
     skipped = {id(delivery) for delivery in early}
     kept = [i for i in range(len(records)) if id(hops.get(i)) not in skipped]
-    ledger = RecordLedger(len(kept), arrival)
+    ledger = RecordLedger([records[original] for original in kept], arrival)
     messages: list[RecordMessage] = []
     for index, original in enumerate(kept):
-        message = EnvelopedMessage(records[original], ledger, index, envelopes[original])
+        message = EnvelopedMessage(ledger, index, envelopes[original])
         if original in hops:
             message._delivery = hops[original]  # made (and decoded) already
         messages.append(message)
