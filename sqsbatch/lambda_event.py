@@ -544,20 +544,25 @@ class RecordMessage(Message):
 
 class EnvelopedMessage(RecordMessage):
     """A `RecordMessage` of an event where records carry message attributes, and so perhaps
-    sqsbatch's envelope: then its body is decoded by its delivery, once."""
+    sqsbatch's envelope: then its body is decoded on first read, once."""
 
-    __slots__ = ("_envelope",)
+    __slots__ = ("_body", "_envelope")
 
     def __init__(self, ledger: RecordLedger, index: int, envelope: Envelope) -> None:
         self._ledger = ledger
         self._index = index
         self._envelope = envelope
+        self._body: Any = _UNREAD
 
     @property
     def body(self) -> Any:
-        if self._envelope is FOREIGN:
-            return self._record["body"]
-        return self._delivery.body
+        body = self._body
+        if body is _UNREAD:
+            body = self._body = decode_body(self._record["body"], self._envelope.content_type)
+        return body
+
+
+_UNREAD = object()
 
 
 def delay_hops(parsed: ParsedEvent, arrival: Arrival) -> dict[int, RecordDelivery]:
