@@ -149,26 +149,25 @@ def _checked_in_bulk(records: list[Any]) -> tuple[str, bool] | None:
         return None
     if found is None:
         return None
-    arn, users = found
-    plain = not any(users)
+    arn, plain = found
     if not plain:
         try:
-            for index, user in enumerate(users):
-                if user:
+            for index, record in enumerate(records):
+                if user := record["messageAttributes"]:
                     _checked_attributes(f"record {index}", user)
         except EventError:
             return None
     return arn, plain
 
 
-def _well_formed(records: list[Any]) -> tuple[str, list[Any]] | None:
-    """(queue ARN, message attributes) of records that pass every check of `_checked_record`
-    and `_reportable_id`, in one look at each record (a record's fields lie near one another
-    in memory, records do not); None, or an exception, otherwise."""
+def _well_formed(records: list[Any]) -> tuple[str, bool] | None:
+    """(queue ARN, no record has message attributes) of records that pass every check of
+    `_checked_record` and `_reportable_id`, in one look at each record (a record's fields lie
+    near one another in memory, records do not); None, or an exception, otherwise."""
     arn = records[0]["eventSourceARN"]
     if type(arn) is not str or not arn:
         return None
-    users = []
+    plain = True
     for record in records:
         attributes = record["attributes"]
         count, sent = attributes["ApproximateReceiveCount"], attributes["SentTimestamp"]
@@ -186,8 +185,9 @@ def _well_formed(records: list[Any]) -> tuple[str, list[Any]] | None:
             and len(sent) < _MAX_DIGITS
         ):
             return None
-        users.append(record["messageAttributes"])  # Lambda's records always have it, if {}
-    return arn, users
+        if record["messageAttributes"]:  # Lambda's records always have it, if {}
+            plain = False
+    return arn, plain
 
 
 _str_len = str.__len__
