@@ -116,6 +116,7 @@ class _Worker:
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:
             job()
+            del job  # the batch it holds is not kept (nor freed here, later) until the next
 
 
 _IDLE: list[_Worker] = []

@@ -34,15 +34,19 @@ from sqsbatch._sync.flavour import BatchHandler
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.handler_tasks import run_async_handler, run_in_thread
 from sqsbatch.lambda_event import (
+    Arrival,
     BatchResponse,
     ParsedEvent,
     RecordDelivery,
+    RecordMessage,
+    delay_hops,
     deliveries,
     handler_budget,
     parse_event,
+    record_batch,
 )
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
-from sqsbatch.message import MessageBatch, _Delivery
+from sqsbatch.message import Message, MessageBatch, _Delivery
 
 __all__ = ["LambdaAdapter", "LambdaContext", "lambda_handler"]
 
@@ -101,21 +105,28 @@ class LambdaAdapter:
         sqs = self._door()
         queue = self._queue(sqs, parsed.queue_url)
         wall_now, now = self._wall_clock(), self._clock()
-        received_at = now - max(0.0, wall_now - parsed.first_receive)
-        hidden_until = received_at + queue.config.visibility_timeout
-        records = deliveries(parsed, received_at=received_at, hidden_until=hidden_until)
+        visibility = queue.config.visibility_timeout
+        arrival = Arrival(parsed, now=now, wall_now=wall_now, visibility_timeout=visibility)
+        hops = delay_hops(parsed, arrival)
         split = split_deliveries(
-            records,
-            queue_url=parsed.queue_url,
-            wall_now=wall_now,
-            limits=self._limits,
-            plain=parsed.plain,
+            list(hops.values()), queue_url=parsed.queue_url, wall_now=wall_now, limits=self._limits
         )
         if split.postpone is not None:
             listed += self._postpone(sqs, split)
-        live = self._screen(sqs, split.deliveries, queue, listed)
-        if live:
-            batch = MessageBatch(queue.name, live)
+        how = Screen(queue.config.max_message_age, self._body_model)
+        if _screens(parsed, how):  # the deliveries' path: screened, bodies validated
+            early = {id(delivery) for delivery in split.early}
+            received_at, hidden_until = arrival.times()
+            records = deliveries(parsed, received_at=received_at, hidden_until=hidden_until)
+            kept: list[_Delivery] = [
+                hops.get(index, record)
+                for index, record in enumerate(records)
+                if id(hops.get(index)) not in early
+            ]
+            batch = MessageBatch(queue.name, self._screen(sqs, kept, queue, listed, how))
+        else:  # the hot path: one object per record, read lazily
+            batch = record_batch(queue.name, parsed, arrival, hops, split.early)
+        if batch.messages:
             listed += self._process(sqs, batch, queue, _remaining(context))
         return _response(listed)
 
@@ -138,13 +149,17 @@ class LambdaAdapter:
         return unsent
 
     def _screen(
-        self, sqs: SyncSqs, records: list[_Delivery], queue: QueueContext, listed: list[str]
+        self,
+        sqs: SyncSqs,
+        records: list[_Delivery],
+        queue: QueueContext,
+        listed: list[str],
+        how: Screen,
     ) -> list[_Delivery]:
         """Dead-letter the records past their deadline or with an invalid body (the copy is
         sent before returning; a record is left out of `batchItemFailures` only when SQS
         accepted its copy); the rest go to the handler."""
-        how = Screen(queue.config.max_message_age, self._body_model)
-        if not records or (how.idle and _plain(records)):
+        if not records:
             return records
         screened = screen(records, how, wall_now=self._wall_clock())
         if screened.doomed:
@@ -168,8 +183,7 @@ class LambdaAdapter:
         settled = sqs.run(settle_for_lambda(closing, batch, self._limits))
         for level, text in settled.lines:
             log.log(level, "%s", text)
-        records = cast(list[RecordDelivery], batch._deliveries)
-        return [records[index].item_identifier for index in settled.listed]
+        return [_identifier(batch.messages[index]) for index in settled.listed]
 
     # -- running the handler ---------------------------------------------------------------------
 
@@ -288,9 +302,20 @@ def _set_aside(parsed: ParsedEvent) -> list[str]:
     return [entry.message_id for entry in parsed.set_aside]
 
 
-def _plain(records: list[_Delivery]) -> bool:
-    """No record carries a deadline (nothing to screen without `max_message_age`)."""
-    return all(record.expires_at is None for record in records)
+def _screens(parsed: ParsedEvent, how: Screen) -> bool:
+    """Whether anything is to be screened: a `body_model`, a `max_message_age`, or a record
+    whose producer gave it a deadline (`ttl_seconds`)."""
+    if not how.idle:
+        return True
+    envelopes = parsed.envelopes
+    return envelopes is not None and any(e.expires_at is not None for e in envelopes)
+
+
+def _identifier(message: Message) -> str:
+    """The record's `messageId`, what `batchItemFailures` names."""
+    if isinstance(message, RecordMessage):
+        return message.item_identifier
+    return cast(RecordDelivery, message._delivery).item_identifier
 
 
 def _response(listed: list[str]) -> BatchResponse:

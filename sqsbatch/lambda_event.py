@@ -13,11 +13,12 @@ import binascii
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import cached_property
 from itertools import repeat
 from operator import itemgetter
-from typing import Any, TypedDict, cast
+from typing import Any, TypedDict, cast, overload
 
-from sqsbatch._core.ledger import ActionKind
+from sqsbatch._core.ledger import ActionKind, Ledger
 from sqsbatch.envelope import (
     ATTRIBUTE,
     FOREIGN,
@@ -29,19 +30,25 @@ from sqsbatch.envelope import (
     read_envelope,
 )
 from sqsbatch.errors import EventError
-from sqsbatch.message import _Delivery
+from sqsbatch.message import Message, MessageBatch, _Delivery
 
 __all__ = [
+    "Arrival",
     "BatchItemFailure",
     "BatchResponse",
+    "EnvelopedMessage",
     "ParsedEvent",
     "RecordDelivery",
+    "RecordLedger",
+    "RecordMessage",
     "Report",
     "SetAside",
+    "delay_hops",
     "deliveries",
     "handler_budget",
     "parse_event",
     "queue_url_from_arn",
+    "record_batch",
     "report",
 ]
 
@@ -76,14 +83,25 @@ class ParsedEvent:
     queue_url: str
     records: list[Mapping[str, Any]]
     """The event's well-formed records, checked, as Lambda gives them."""
-    first_receive: float
-    """Epoch seconds no later than any of these receives (for the 12-hour ceiling); 0 when
-    every record was set aside."""
     plain: bool = False
     """No record has message attributes: none carries sqsbatch's (none is a delay hop)."""
     set_aside: tuple[SetAside, ...] = ()
     """Records malformed in themselves (bad attributes, no receipt handle, a body that is not
     text...), each with its reason: they are not handled, only reported."""
+
+    @cached_property
+    def first_receive(self) -> float:
+        """Epoch seconds no later than any of these receives (for the 12-hour ceiling); 0 when
+        every record was set aside. Read only when a delivery is made (`Arrival`)."""
+        return _first_receive(self.records)
+
+    @cached_property
+    def envelopes(self) -> list[Envelope] | None:
+        """Each record's envelope, as `decode` reads it (`FOREIGN` without sqsbatch's
+        attribute); None on a plain event, where every record's is `FOREIGN`."""
+        if self.plain:
+            return None
+        return [_envelope_of(record.get("messageAttributes") or {}) for record in self.records]
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -99,7 +117,7 @@ class ParsedEvent:
 def parse_event(event: object, *, endpoint_url: str | None = None) -> ParsedEvent:
     """The messages of an SQS event from one queue, less the records set aside.
 
-    A well-formed event is checked in bulk (a pass per field, in C); only when that finds
+    A well-formed event is checked in bulk (one look at each record); only when that finds
     something does each record get its own check, which sets aside, with a one-line reason,
     each record malformed in itself. `EventError` for an event that is not one SQS batch of
     one queue, and for a record that cannot be reported on its own (not a mapping, not from
@@ -112,80 +130,90 @@ def parse_event(event: object, *, endpoint_url: str | None = None) -> ParsedEven
         raise EventError("not an SQS event: no Records list (or an empty one)")
     checked = _checked_in_bulk(records)
     if checked is not None:
-        arn, first_receive, plain = checked
-        url = queue_url_from_arn(arn, endpoint_url)
-        return ParsedEvent(arn, url, records, first_receive, plain)
+        arn, plain = checked
+        return ParsedEvent(arn, queue_url_from_arn(arn, endpoint_url), records, plain)
     arn, good, set_aside = _checked_one_by_one(records)
     url = queue_url_from_arn(arn, endpoint_url)
     if url.endswith(".fifo"):
         good, set_aside = _behind_set_aside(records, good, set_aside)
     kept = [records[index] for index in good]
-    first = min((_receive_evidence(r["attributes"]) for r in kept), default=0.0)
-    return ParsedEvent(arn, url, kept, first, False, tuple(set_aside))
+    return ParsedEvent(arn, url, kept, False, tuple(set_aside))
 
 
-_GET_SOURCE = itemgetter("eventSource")
-_GET_ARN = itemgetter("eventSourceARN")
-_GET_ID = itemgetter("messageId")
-_GET_RECEIPT = itemgetter("receiptHandle")
-_GET_BODY = itemgetter("body")
-_GET_ATTRIBUTES = itemgetter("attributes")
-_GET_USER_ATTRIBUTES = itemgetter("messageAttributes")
-_GET_COUNT = itemgetter("ApproximateReceiveCount")
-_GET_SENT = itemgetter("SentTimestamp")
-_GET_FIRST = itemgetter("ApproximateFirstReceiveTimestamp")
-
-
-def _checked_in_bulk(records: list[Any]) -> tuple[str, float, bool] | None:
-    """(queue ARN, first receive, no record has message attributes) when every record is well
-    formed and from one queue; None when a record needs a closer look. Records with message
-    attributes have them checked one by one (an error there is the event's first)."""
+def _checked_in_bulk(records: list[Any]) -> tuple[str, bool] | None:
+    """(queue ARN, no record has message attributes) when every record is well formed and from
+    one queue; None when a record needs a closer look. Records with message attributes have
+    them checked one by one (an error there is the event's first)."""
     try:
         found = _well_formed(records)
     except (KeyError, TypeError, AttributeError):  # a field missing, or of the wrong type
         return None
     if found is None:
         return None
-    arn, firsts, users = found
-    plain = not any(users)
+    arn, plain = found
     if not plain:
         try:
-            for index, user in enumerate(users):
-                if user:
+            for index, record in enumerate(records):
+                if user := record["messageAttributes"]:
                     _checked_attributes(f"record {index}", user)
         except EventError:
             return None
-    if len(set(map(len, firsts))) == 1 and all(map(str.isascii, firsts)):
-        return arn, int(min(firsts)) / 1000, plain  # digits of one length: least string, least
-    return arn, min(map(int, firsts)) / 1000, plain
+    return arn, plain
 
 
-def _well_formed(records: list[Any]) -> tuple[str, list[str], list[Any]] | None:
-    """(queue ARN, first receives, message attributes) of records that pass every check, a
-    pass per field; None, or an exception, otherwise."""
-    arns = set(map(_GET_ARN, records))
-    attributes = list(map(_GET_ATTRIBUTES, records))
-    firsts = list(map(_GET_FIRST, attributes))  # Lambda's records always have it
-    counts = list(map(_GET_COUNT, attributes))
-    sents = list(map(_GET_SENT, attributes))
-    users = list(map(_GET_USER_ATTRIBUTES, records))  # and this, if only {}
-    well_formed = (
-        set(map(_GET_SOURCE, records)) == {"aws:sqs"}
-        and len(arns) == 1
-        and all(type(arn) is str and arn for arn in arns)
-        # non-empty strings: a length of 0 or a TypeError (not a str) fails them
-        and all(map(str.__len__, map(_GET_ID, records)))
-        and all(map(str.__len__, map(_GET_RECEIPT, records)))
-        and set(map(type, map(_GET_BODY, records))) == {str}
-        and all(map(str.isdecimal, counts))
-        and all(map(str.isdecimal, sents))
-        and all(map(str.isdecimal, firsts))
-        # as numbers: a count int() reads, epochs in ms that a datetime holds
-        and max(map(len, counts)) < _MAX_DIGITS
-        and max(map(len, sents)) < _MAX_DIGITS
-        and max(map(len, firsts)) < _MAX_DIGITS
-    )
-    return (arns.pop(), firsts, users) if well_formed else None
+def _well_formed(records: list[Any]) -> tuple[str, bool] | None:
+    """(queue ARN, no record has message attributes) of records that pass every check of
+    `_checked_record` and `_reportable_id`, in one look at each record (a record's fields lie
+    near one another in memory, records do not); None, or an exception, otherwise."""
+    arn = records[0]["eventSourceARN"]
+    if type(arn) is not str or not arn:
+        return None
+    plain = True
+    for record in records:
+        attributes = record["attributes"]
+        count, sent = attributes["ApproximateReceiveCount"], attributes["SentTimestamp"]
+        if not (
+            record["eventSource"] == "aws:sqs"
+            and record["eventSourceARN"] == arn
+            # non-empty strings (`str`'s own methods raise a TypeError for anything else)
+            and _str_len(record["messageId"])
+            and _str_len(record["receiptHandle"])
+            and type(record["body"]) is str
+            # as numbers: a count int() reads, an epoch in ms that a datetime holds
+            and _str_isdecimal(count)
+            and len(count) < _MAX_DIGITS
+            and _str_isdecimal(sent)
+            and len(sent) < _MAX_DIGITS
+        ):
+            return None
+        if record["messageAttributes"]:  # Lambda's records always have it, if {}
+            plain = False
+    return arn, plain
+
+
+_str_len = str.__len__
+_str_isdecimal = str.isdecimal
+_GET_ATTRIBUTES = itemgetter("attributes")
+_GET_FIRST = itemgetter("ApproximateFirstReceiveTimestamp")
+
+
+def _first_receive(records: list[Mapping[str, Any]]) -> float:
+    """Epoch seconds no later than any of these receives, 0 for none: the least first receive
+    (in bulk when every record has one, digits of one length: least string, least number),
+    else the send where a record has none."""
+    try:
+        firsts = list(map(_GET_FIRST, map(_GET_ATTRIBUTES, records)))
+        digits = "".join(firsts)
+        if (
+            len(set(map(len, firsts))) == 1
+            and 0 < len(firsts[0]) < _MAX_DIGITS
+            and digits.isascii()
+            and digits.isdecimal()
+        ):
+            return int(min(firsts)) / 1000
+    except (KeyError, TypeError):
+        pass
+    return min((_receive_evidence(r["attributes"]) for r in records), default=0.0)
 
 
 def _checked_one_by_one(records: list[Any]) -> tuple[str, list[int], list[SetAside]]:
@@ -372,7 +400,7 @@ class RecordDelivery(_Delivery):
 
     @property
     def id(self) -> str:
-        return self._envelope.id or str(self.record["messageId"])
+        return _message_id(self.record, self._envelope)
 
     def __getattr__(self, name: str) -> Any:
         if name != "body":
@@ -382,15 +410,11 @@ class RecordDelivery(_Delivery):
 
     @property
     def timestamp(self) -> datetime:
-        seconds = self._envelope.timestamp
-        if seconds is None:
-            seconds = int(self.record["attributes"]["SentTimestamp"]) / 1000
-        return datetime.fromtimestamp(seconds, UTC)
+        return _timestamp(self.record, self._envelope)
 
     @property
     def attempts(self) -> int:
-        receives = int(self.record["attributes"]["ApproximateReceiveCount"])
-        return self._envelope.base_attempts + receives
+        return _attempts(self.record, self._envelope)
 
     @property
     def group_id(self) -> str | None:
@@ -415,15 +439,210 @@ class RecordDelivery(_Delivery):
         return self._envelope.expires_at
 
 
+def _message_id(record: Mapping[str, Any], envelope: Envelope) -> str:
+    return envelope.id or str(record["messageId"])
+
+
+def _timestamp(record: Mapping[str, Any], envelope: Envelope) -> datetime:
+    seconds = envelope.timestamp
+    if seconds is None:
+        seconds = int(record["attributes"]["SentTimestamp"]) / 1000
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def _attempts(record: Mapping[str, Any], envelope: Envelope) -> int:
+    return envelope.base_attempts + int(record["attributes"]["ApproximateReceiveCount"])
+
+
 def deliveries(
     parsed: ParsedEvent, *, received_at: float, hidden_until: float
 ) -> list[RecordDelivery]:
     """A delivery per record of a parsed event."""
     records, at, until = parsed.records, repeat(received_at), repeat(hidden_until)
-    if parsed.plain:
+    if parsed.envelopes is None:
         return list(map(RecordDelivery, records, at, until))
-    envelopes = [_envelope_of(r.get("messageAttributes") or {}) for r in records]
-    return list(map(RecordDelivery, records, at, until, envelopes))
+    return list(map(RecordDelivery, records, at, until, parsed.envelopes))
+
+
+class Arrival:
+    """When a batch's records were received, as a delivery tells it (`times`): worked out when
+    the first delivery is made, as the 12-hour ceiling counts from the earliest first receive
+    of the batch (`ParsedEvent.first_receive`, a look at every record)."""
+
+    __slots__ = ("_now", "_parsed", "_times", "_visibility_timeout", "_wall_now")
+
+    def __init__(
+        self, parsed: ParsedEvent, *, now: float, wall_now: float, visibility_timeout: float
+    ) -> None:
+        self._parsed = parsed
+        self._now = now
+        self._wall_now = wall_now
+        self._visibility_timeout = visibility_timeout
+        self._times: tuple[float, float] | None = None
+
+    def times(self) -> tuple[float, float]:
+        """(received_at, hidden_until), monotonic: no later than the earliest receive, and
+        hidden for the queue's visibility timeout from then."""
+        if self._times is None:
+            received_at = self._now - max(0.0, self._wall_now - self._parsed.first_receive)
+            self._times = (received_at, received_at + self._visibility_timeout)
+        return self._times
+
+
+class RecordLedger(Ledger):
+    """The ledger of a batch of records, which also holds the records, in order, and when they
+    arrived (`Arrival`): what its messages read, held once per batch, not per message."""
+
+    def __init__(self, records: list[Mapping[str, Any]], arrival: Arrival) -> None:
+        super().__init__(len(records))
+        self.records = records
+        self.arrival = arrival
+
+
+class RecordMessage(Message):
+    """A record as the handler's `Message`, one object per record. Its delivery (`_delivery`,
+    what settlement and `Message`'s other properties and methods read) is made on first use,
+    so an all-acked batch makes none; `body`, `id` and `attempts` are read from the record.
+
+    Sets `Message`'s slots itself (but `_delivery`), as `Message.__init__` would. Few slots,
+    and none that holds what lies far away in memory (the record: its batch's ledger holds
+    it): each costs every message a write and a reference to count, and a visit whenever the
+    cyclic GC looks at it. No `__getattr__`: with one, every attribute read is a slow one.
+    """
+
+    __slots__ = ("_made",)
+    _ledger: RecordLedger
+    _made: _Delivery
+    _envelope: Envelope = FOREIGN
+    """Without sqsbatch's attribute (`EnvelopedMessage` has its own)."""
+
+    def __init__(self, ledger: RecordLedger, index: int) -> None:
+        self._ledger = ledger
+        self._index = index
+
+    @property
+    def _record(self) -> Mapping[str, Any]:
+        return self._ledger.records[self._index]
+
+    @property  # shadows `Message`'s slot, unused here
+    def _delivery(self) -> _Delivery:
+        try:
+            return self._made
+        except AttributeError:  # not made yet
+            received_at, hidden_until = self._ledger.arrival.times()
+            self._made = RecordDelivery(self._record, received_at, hidden_until, self._envelope)
+            return self._made
+
+    @_delivery.setter
+    def _delivery(self, delivery: _Delivery) -> None:
+        self._made = delivery
+
+    @property
+    def body(self) -> Any:
+        """As `Message.body`: a foreign message's is its text as it came."""
+        return self._ledger.records[self._index]["body"]
+
+    @property
+    def id(self) -> str:
+        return _message_id(self._record, self._envelope)
+
+    @property
+    def attempts(self) -> int:
+        return _attempts(self._record, self._envelope)
+
+    @property
+    def item_identifier(self) -> str:
+        """SQS's message id: what `batchItemFailures` names."""
+        return str(self._record["messageId"])
+
+
+class EnvelopedMessage(RecordMessage):
+    """A `RecordMessage` of an event where records carry message attributes, and so perhaps
+    sqsbatch's envelope: then its body is decoded on first read, once."""
+
+    __slots__ = ("_body", "_envelope")
+
+    def __init__(self, ledger: RecordLedger, index: int, envelope: Envelope) -> None:
+        self._ledger = ledger
+        self._index = index
+        self._envelope = envelope
+        self._body: Any = _UNREAD
+
+    @property
+    def body(self) -> Any:
+        body = self._body
+        if body is _UNREAD:
+            body = self._body = decode_body(self._record["body"], self._envelope.content_type)
+        return body
+
+
+_UNREAD = object()
+
+
+def delay_hops(parsed: ParsedEvent, arrival: Arrival) -> dict[int, RecordDelivery]:
+    """A delivery for each record that carries a due time (a delay hop), by index: what
+    `split_deliveries` reads to set apart the early ones. Empty on a plain event."""
+    envelopes = parsed.envelopes or []
+    due = [index for index, envelope in enumerate(envelopes) if envelope.due_at is not None]
+    if not due:
+        return {}
+    received_at, hidden_until = arrival.times()
+    return {
+        index: RecordDelivery(parsed.records[index], received_at, hidden_until, envelopes[index])
+        for index in due
+    }
+
+
+def record_batch(
+    queue: str,
+    parsed: ParsedEvent,
+    arrival: Arrival,
+    hops: Mapping[int, RecordDelivery] | None = None,
+    early: Sequence[_Delivery] = (),
+) -> MessageBatch:
+    """The batch of a parsed event's records, less the `early` among its `hops` (re-sent, not
+    handled): a `RecordMessage` per record, in order; the deliveries the core reads
+    (`MessageBatch._deliveries`) are the messages' own, made as they are read."""
+    records, envelopes = parsed.records, parsed.envelopes
+    if envelopes is None:  # plain: one pass, nothing to set apart
+        ledger = RecordLedger(records, arrival)
+        return _batch(queue, ledger, list(map(RecordMessage, repeat(ledger), range(len(records)))))
+    hops = hops or {}
+    skipped = {id(delivery) for delivery in early}
+    kept = [i for i in range(len(records)) if id(hops.get(i)) not in skipped]
+    ledger = RecordLedger([records[original] for original in kept], arrival)
+    messages: list[RecordMessage] = []
+    for index, original in enumerate(kept):
+        message = EnvelopedMessage(ledger, index, envelopes[original])
+        if original in hops:
+            message._delivery = hops[original]  # made (and decoded) already
+        messages.append(message)
+    return _batch(queue, ledger, messages)
+
+
+def _batch(queue: str, ledger: Ledger, messages: list[RecordMessage]) -> MessageBatch:
+    return MessageBatch._made(queue, ledger, cast(list[Message], messages), _Deliveries(messages))
+
+
+class _Deliveries(Sequence[_Delivery]):
+    """The deliveries of a batch of `RecordMessage`s, each made when read."""
+
+    __slots__ = ("_messages",)
+
+    def __init__(self, messages: list[RecordMessage]) -> None:
+        self._messages = messages
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    @overload
+    def __getitem__(self, index: int) -> _Delivery: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[_Delivery]: ...
+    def __getitem__(self, index: int | slice) -> _Delivery | Sequence[_Delivery]:
+        if isinstance(index, slice):
+            return [message._delivery for message in self._messages[index]]
+        return self._messages[index]._delivery
 
 
 def _envelope_of(user: Mapping[str, Any]) -> Envelope:

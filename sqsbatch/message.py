@@ -187,10 +187,29 @@ class MessageBatch:
     def __init__(self, queue: str, deliveries: Sequence[_Delivery]) -> None:
         self.queue = queue
         self._ledger = Ledger(len(deliveries))
-        self._deliveries = list(deliveries)
+        self._deliveries: Sequence[_Delivery] = list(deliveries)
         self.messages: list[Message] = list(
             map(Message, self._deliveries, repeat(self._ledger), range(len(self._deliveries)))
         )
+
+    @classmethod
+    def _made(
+        cls,
+        queue: str,
+        ledger: Ledger,
+        messages: list[Message],
+        deliveries: Sequence[_Delivery],
+    ) -> MessageBatch:
+        """A batch of messages that a front end made itself (a `Message` subclass), one per
+        delivery, in order, each on `ledger`: the Lambda adapter's, whose deliveries are made
+        only when read. Sets what `__init__` sets."""
+        assert len(messages) == len(deliveries)
+        batch = cls.__new__(cls)
+        batch.queue = queue
+        batch._ledger = ledger
+        batch._deliveries = deliveries
+        batch.messages = messages
+        return batch
 
     def ack_all(self) -> None:
         """Ack every message that has no `ack()`/`retry()` call before this one."""

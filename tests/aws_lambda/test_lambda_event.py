@@ -8,12 +8,13 @@ from typing import Any
 
 import pytest
 
-from sqsbatch import ConsumerConfig, EventError, MessageBatch
+from sqsbatch import ConsumerConfig, EventError, Message, MessageBatch
 from sqsbatch._core.closing import close_batch
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.ledger import ActionKind, LastFailure, Outcome
 from sqsbatch.envelope import ATTRIBUTE, Envelope, decode
 from sqsbatch.lambda_event import (
+    Arrival,
     _checked_in_bulk,
     _checked_one_by_one,
     _receive_evidence,
@@ -21,6 +22,7 @@ from sqsbatch.lambda_event import (
     handler_budget,
     parse_event,
     queue_url_from_arn,
+    record_batch,
     report,
 )
 
@@ -94,6 +96,11 @@ def test_a_malformed_event_is_refused_naming_what_is_wrong(event: Any, says: str
         ({"eventSourceARN": None}, "record 1 has no eventSourceARN"),
         ({"attributes": {}}, "ApproximateReceiveCount"),
         ({"attributes": {"ApproximateReceiveCount": "1", "SentTimestamp": "9" * 20}}, "Sent"),
+        ({"attributes": {"ApproximateReceiveCount": 2, "SentTimestamp": "1"}}, "Sent"),
+        ({"attributes": {"ApproximateReceiveCount": "1.5", "SentTimestamp": "1"}}, "Sent"),
+        ({"attributes": {"ApproximateReceiveCount": "1", "SentTimestamp": ""}}, "Sent"),
+        ({"receiptHandle": ""}, "record 1 has no receiptHandle"),
+        ({"body": b"bytes"}, "record 1 has no body"),
         ({"messageAttributes": {"a": {"stringValue": "x"}}}, "no dataType"),
         ({"messageAttributes": {"a": {"binaryValue": "@@", "dataType": "B"}}}, "not base64"),
         ({"messageAttributes": ["x"]}, "messageAttributes is not a mapping"),
@@ -246,6 +253,37 @@ def test_a_record_reads_lazily_as_its_decoding_reads(seed: int) -> None:
         assert delivery.decoded == decoded
         assert (delivery.receipt_handle, delivery.received_at) == (raw["ReceiptHandle"], 5.0)
         assert delivery.item_identifier == raw["MessageId"]
+    first = min(_receive_evidence(one["attributes"]) for one in records)
+    assert parsed.first_receive == first
+
+
+@pytest.mark.parametrize("plain", [False, True])
+@pytest.mark.parametrize("seed", range(20))
+def test_a_record_reads_as_a_message_as_its_decoding_reads(seed: int, plain: bool) -> None:
+    # Given records of every shape (or none with message attributes), parsed
+    rng = random.Random(seed)
+    records = [random_record(rng, i, fifo=seed % 2 == 0) for i in range(20)]
+    if plain:
+        records = [record | {"messageAttributes": {}} for record in records]
+    parsed = parse_event({"Records": records})
+    assert parsed.plain == plain
+    # When they become a batch, one message per record
+    arrival = Arrival(parsed, now=100.0, wall_now=parsed.first_receive + 30, visibility_timeout=60)
+    batch = record_batch("orders", parsed, arrival)
+    # Then each is a Message that reads as `decode` of the record in boto3's shape
+    for index, (message, raw) in enumerate(zip(batch.messages, parsed.messages, strict=True)):
+        decoded = decode(raw)
+        assert isinstance(message, Message)
+        fields = ("id", "body", "timestamp", "attempts", "attributes")
+        assert [getattr(message, f) for f in fields] == [getattr(decoded, f) for f in fields]
+        # And the delivery the core reads is made when asked, received when the batch was
+        delivery = batch._deliveries[index]
+        assert delivery.decoded == decoded
+        assert (delivery.receipt_handle, delivery.group_id) == (
+            raw["ReceiptHandle"],
+            decoded.group_id,
+        )
+        assert (delivery.received_at, delivery.hidden_until) == (70.0, 130.0)
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -261,8 +299,9 @@ def test_the_bulk_check_finds_what_the_record_by_record_check_finds(seed: int) -
     assert bulk is not None
     queue, good, set_aside = _checked_one_by_one(records)
     assert (good, set_aside) == (list(range(30)), [])
+    assert bulk == (queue, True)
     first = min(_receive_evidence(one["attributes"]) for one in records)
-    assert bulk == (queue, first, True)
+    assert parse_event({"Records": records}).first_receive == first
     # And a record the bulk check cannot vouch for gets a closer look, and its one-line error
     broken = rng.randrange(30)
     records[broken] = record(broken, body=None)
