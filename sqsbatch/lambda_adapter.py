@@ -33,16 +33,13 @@ from sqsbatch._sync.door import SyncSqs, default_client
 from sqsbatch._sync.flavour import BatchHandler
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.handler_tasks import run_async_handler, run_in_thread
-from sqsbatch.lambda_event import (
+from sqsbatch.lambda_event import BatchResponse, ParsedEvent, handler_budget, parse_event
+from sqsbatch.lambda_records import (
     Arrival,
-    BatchResponse,
-    ParsedEvent,
     RecordDelivery,
     RecordMessage,
     delay_hops,
     deliveries,
-    handler_budget,
-    parse_event,
     record_batch,
 )
 from sqsbatch.limits import SQS_LIMITS, SqsLimits

@@ -11,44 +11,29 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Mapping, Sequence, Set
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from functools import cached_property
-from itertools import repeat
 from operator import itemgetter
-from typing import Any, TypedDict, cast, overload
+from typing import Any, TypedDict, cast
 
-from sqsbatch._core.ledger import ActionKind, Ledger
+from sqsbatch._core.ledger import ActionKind
 from sqsbatch.envelope import (
     ATTRIBUTE,
     FOREIGN,
-    Death,
-    DecodedMessage,
     Envelope,
-    decode,
-    decode_body,
     read_envelope,
 )
 from sqsbatch.errors import EventError
-from sqsbatch.message import Message, MessageBatch, _Delivery
 
 __all__ = [
-    "Arrival",
     "BatchItemFailure",
     "BatchResponse",
-    "EnvelopedMessage",
     "ParsedEvent",
-    "RecordDelivery",
-    "RecordLedger",
-    "RecordMessage",
     "Report",
     "SetAside",
-    "delay_hops",
-    "deliveries",
     "handler_budget",
     "parse_event",
     "queue_url_from_arn",
-    "record_batch",
     "report",
 ]
 
@@ -356,293 +341,6 @@ def report(
             listed.append(index)
             delete.append(index)
     return Report(listed, delete)
-
-
-class RecordDelivery(_Delivery):
-    """A checked record as a delivery, read lazily: what a handler never touches (attributes,
-    the timestamp as a datetime, the full decoding that re-sends need) costs nothing.
-
-    Reads the same as `decode` of the record in boto3's shape (`ParsedEvent.messages`).
-    """
-
-    __slots__ = ("_envelope", "body", "record")
-    body: Any
-    """The body: set at once for a foreign message (text as it came), else decoded on first
-    read (`__getattr__`: a slot not yet set is read through it), once."""
-
-    def __init__(
-        self,
-        record: Mapping[str, Any],
-        received_at: float,
-        hidden_until: float,
-        envelope: Envelope = FOREIGN,
-    ) -> None:
-        self.record = record
-        self._decoded = None
-        self.receipt_handle = record["receiptHandle"]
-        self.received_at = received_at
-        self.hidden_until = hidden_until
-        self.at_ceiling = False
-        self._envelope = envelope
-        if envelope is FOREIGN:
-            self.body = record["body"]
-
-    @property
-    def decoded(self) -> DecodedMessage:
-        if self._decoded is None:
-            self._decoded = decode(_received("record", self.record))
-        return self._decoded
-
-    @property
-    def item_identifier(self) -> str:
-        """SQS's message id: what `batchItemFailures` names."""
-        return str(self.record["messageId"])
-
-    @property
-    def id(self) -> str:
-        return _message_id(self.record, self._envelope)
-
-    def __getattr__(self, name: str) -> Any:
-        if name != "body":
-            raise AttributeError(name)
-        self.body = decode_body(self.record["body"], self._envelope.content_type)
-        return self.body
-
-    @property
-    def timestamp(self) -> datetime:
-        return _timestamp(self.record, self._envelope)
-
-    @property
-    def attempts(self) -> int:
-        return _attempts(self.record, self._envelope)
-
-    @property
-    def group_id(self) -> str | None:
-        group = self.record["attributes"].get("MessageGroupId")
-        return None if group is None else str(group)
-
-    @property
-    def due_at(self) -> float | None:
-        return self._envelope.due_at
-
-    @property
-    def deaths(self) -> tuple[Death, ...]:
-        return self._envelope.deaths
-
-    def validated(self, body: Any) -> None:
-        self.body = body
-        if self._decoded is not None:
-            self._decoded = replace(self._decoded, body=body)
-
-    @property
-    def expires_at(self) -> float | None:
-        return self._envelope.expires_at
-
-
-def _message_id(record: Mapping[str, Any], envelope: Envelope) -> str:
-    return envelope.id or str(record["messageId"])
-
-
-def _timestamp(record: Mapping[str, Any], envelope: Envelope) -> datetime:
-    seconds = envelope.timestamp
-    if seconds is None:
-        seconds = int(record["attributes"]["SentTimestamp"]) / 1000
-    return datetime.fromtimestamp(seconds, UTC)
-
-
-def _attempts(record: Mapping[str, Any], envelope: Envelope) -> int:
-    return envelope.base_attempts + int(record["attributes"]["ApproximateReceiveCount"])
-
-
-def deliveries(
-    parsed: ParsedEvent, *, received_at: float, hidden_until: float
-) -> list[RecordDelivery]:
-    """A delivery per record of a parsed event."""
-    records, at, until = parsed.records, repeat(received_at), repeat(hidden_until)
-    if parsed.envelopes is None:
-        return list(map(RecordDelivery, records, at, until))
-    return list(map(RecordDelivery, records, at, until, parsed.envelopes))
-
-
-class Arrival:
-    """When a batch's records were received, as a delivery tells it (`times`): worked out when
-    the first delivery is made, as the 12-hour ceiling counts from the earliest first receive
-    of the batch (`ParsedEvent.first_receive`, a look at every record)."""
-
-    __slots__ = ("_now", "_parsed", "_times", "_visibility_timeout", "_wall_now")
-
-    def __init__(
-        self, parsed: ParsedEvent, *, now: float, wall_now: float, visibility_timeout: float
-    ) -> None:
-        self._parsed = parsed
-        self._now = now
-        self._wall_now = wall_now
-        self._visibility_timeout = visibility_timeout
-        self._times: tuple[float, float] | None = None
-
-    def times(self) -> tuple[float, float]:
-        """(received_at, hidden_until), monotonic: no later than the earliest receive, and
-        hidden for the queue's visibility timeout from then."""
-        if self._times is None:
-            received_at = self._now - max(0.0, self._wall_now - self._parsed.first_receive)
-            self._times = (received_at, received_at + self._visibility_timeout)
-        return self._times
-
-
-class RecordLedger(Ledger):
-    """The ledger of a batch of records, which also holds the records, in order, and when they
-    arrived (`Arrival`): what its messages read, held once per batch, not per message."""
-
-    def __init__(self, records: list[Mapping[str, Any]], arrival: Arrival) -> None:
-        super().__init__(len(records))
-        self.records = records
-        self.arrival = arrival
-
-
-class RecordMessage(Message):
-    """A record as the handler's `Message`, one object per record. Its delivery (`_delivery`,
-    what settlement and `Message`'s other properties and methods read) is made on first use,
-    so an all-acked batch makes none; `body`, `id` and `attempts` are read from the record.
-
-    Sets `Message`'s slots itself (but `_delivery`), as `Message.__init__` would. Few slots,
-    and none that holds what lies far away in memory (the record: its batch's ledger holds
-    it): each costs every message a write and a reference to count, and a visit whenever the
-    cyclic GC looks at it. No `__getattr__`: with one, every attribute read is a slow one.
-    """
-
-    __slots__ = ("_made",)
-    _ledger: RecordLedger
-    _made: _Delivery
-    _envelope: Envelope = FOREIGN
-    """Without sqsbatch's attribute (`EnvelopedMessage` has its own)."""
-
-    def __init__(self, ledger: RecordLedger, index: int) -> None:
-        self._ledger = ledger
-        self._index = index
-
-    @property
-    def _record(self) -> Mapping[str, Any]:
-        return self._ledger.records[self._index]
-
-    @property  # shadows `Message`'s slot, unused here
-    def _delivery(self) -> _Delivery:
-        try:
-            return self._made
-        except AttributeError:  # not made yet
-            received_at, hidden_until = self._ledger.arrival.times()
-            self._made = RecordDelivery(self._record, received_at, hidden_until, self._envelope)
-            return self._made
-
-    @_delivery.setter
-    def _delivery(self, delivery: _Delivery) -> None:
-        self._made = delivery
-
-    @property
-    def body(self) -> Any:
-        """As `Message.body`: a foreign message's is its text as it came."""
-        return self._ledger.records[self._index]["body"]
-
-    @property
-    def id(self) -> str:
-        return _message_id(self._record, self._envelope)
-
-    @property
-    def attempts(self) -> int:
-        return _attempts(self._record, self._envelope)
-
-    @property
-    def item_identifier(self) -> str:
-        """SQS's message id: what `batchItemFailures` names."""
-        return str(self._record["messageId"])
-
-
-class EnvelopedMessage(RecordMessage):
-    """A `RecordMessage` of an event where records carry message attributes, and so perhaps
-    sqsbatch's envelope: then its body is decoded on first read, once."""
-
-    __slots__ = ("_body", "_envelope")
-
-    def __init__(self, ledger: RecordLedger, index: int, envelope: Envelope) -> None:
-        self._ledger = ledger
-        self._index = index
-        self._envelope = envelope
-        self._body: Any = _UNREAD
-
-    @property
-    def body(self) -> Any:
-        body = self._body
-        if body is _UNREAD:
-            body = self._body = decode_body(self._record["body"], self._envelope.content_type)
-        return body
-
-
-_UNREAD = object()
-
-
-def delay_hops(parsed: ParsedEvent, arrival: Arrival) -> dict[int, RecordDelivery]:
-    """A delivery for each record that carries a due time (a delay hop), by index: what
-    `split_deliveries` reads to set apart the early ones. Empty on a plain event."""
-    envelopes = parsed.envelopes or []
-    due = [index for index, envelope in enumerate(envelopes) if envelope.due_at is not None]
-    if not due:
-        return {}
-    received_at, hidden_until = arrival.times()
-    return {
-        index: RecordDelivery(parsed.records[index], received_at, hidden_until, envelopes[index])
-        for index in due
-    }
-
-
-def record_batch(
-    queue: str,
-    parsed: ParsedEvent,
-    arrival: Arrival,
-    hops: Mapping[int, RecordDelivery] | None = None,
-    early: Sequence[_Delivery] = (),
-) -> MessageBatch:
-    """The batch of a parsed event's records, less the `early` among its `hops` (re-sent, not
-    handled): a `RecordMessage` per record, in order; the deliveries the core reads
-    (`MessageBatch._deliveries`) are the messages' own, made as they are read."""
-    records, envelopes = parsed.records, parsed.envelopes
-    if envelopes is None:  # plain: one pass, nothing to set apart
-        ledger = RecordLedger(records, arrival)
-        return _batch(queue, ledger, list(map(RecordMessage, repeat(ledger), range(len(records)))))
-    hops = hops or {}
-    skipped = {id(delivery) for delivery in early}
-    kept = [i for i in range(len(records)) if id(hops.get(i)) not in skipped]
-    ledger = RecordLedger([records[original] for original in kept], arrival)
-    messages: list[RecordMessage] = []
-    for index, original in enumerate(kept):
-        message = EnvelopedMessage(ledger, index, envelopes[original])
-        if original in hops:
-            message._delivery = hops[original]  # made (and decoded) already
-        messages.append(message)
-    return _batch(queue, ledger, messages)
-
-
-def _batch(queue: str, ledger: Ledger, messages: list[RecordMessage]) -> MessageBatch:
-    return MessageBatch._made(queue, ledger, cast(list[Message], messages), _Deliveries(messages))
-
-
-class _Deliveries(Sequence[_Delivery]):
-    """The deliveries of a batch of `RecordMessage`s, each made when read."""
-
-    __slots__ = ("_messages",)
-
-    def __init__(self, messages: list[RecordMessage]) -> None:
-        self._messages = messages
-
-    def __len__(self) -> int:
-        return len(self._messages)
-
-    @overload
-    def __getitem__(self, index: int) -> _Delivery: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[_Delivery]: ...
-    def __getitem__(self, index: int | slice) -> _Delivery | Sequence[_Delivery]:
-        if isinstance(index, slice):
-            return [message._delivery for message in self._messages[index]]
-        return self._messages[index]._delivery
 
 
 def _envelope_of(user: Mapping[str, Any]) -> Envelope:

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from sqsbatch.envelope import ATTRIBUTE
 from sqsbatch.errors import EventError
-from sqsbatch.lambda_event import deliveries, parse_event
+from sqsbatch.lambda_event import parse_event
+from sqsbatch.lambda_records import deliveries
 from tests.support.fuzzing import FUZZ, values
 
 ARN = "arn:aws:sqs:eu-west-1:123456789012:orders"

@@ -14,17 +14,15 @@ from sqsbatch._core.context import QueueContext
 from sqsbatch._core.ledger import ActionKind, LastFailure, Outcome
 from sqsbatch.envelope import ATTRIBUTE, Envelope, decode
 from sqsbatch.lambda_event import (
-    Arrival,
     _checked_in_bulk,
     _checked_one_by_one,
     _receive_evidence,
-    deliveries,
     handler_budget,
     parse_event,
     queue_url_from_arn,
-    record_batch,
     report,
 )
+from sqsbatch.lambda_records import Arrival, deliveries, record_batch
 
 ARN = "arn:aws:sqs:eu-west-1:123456789012:orders"
 H, D, R, L, X = (
