@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Protocol
+from typing import Any
 
 import aioboto3
 
@@ -83,8 +83,19 @@ def as_async(script: Script) -> Callable[[MessageBatch], Awaitable[None]]:
     return handler
 
 
-class FrontEnd(Protocol):
-    name: str
+@dataclass(frozen=True)
+class Run:
+    """How a front end runs a script: SQS's ceilings, the idle exit, the body model."""
+
+    limits: SqsLimits
+    idle_seconds: float
+    body_model: Any
+
+
+class FrontEnd:
+    """Runs a script on a queue the way one of sqsbatch's front ends does (`_run`)."""
+
+    name = ""
 
     def consume(
         self,
@@ -99,54 +110,44 @@ class FrontEnd(Protocol):
     ) -> None:
         """Run `script` on `queue` until nothing arrives for `idle_seconds` and nothing is in
         flight (with SQS's ceilings as `limits` say, and bodies validated by `body_model`)."""
+        self._run(queue, script, config, client, Run(limits, idle_seconds, body_model))
+
+    def _run(
+        self, queue: str, script: Script, config: ConsumerConfig, client: Any, how: Run
+    ) -> None:
+        raise NotImplementedError
 
 
-class SyncFrontEnd:
+class SyncFrontEnd(FrontEnd):
     name = "sync"
 
-    def consume(
-        self,
-        queue: str,
-        script: Script,
-        config: ConsumerConfig,
-        client: Any,
-        *,
-        limits: SqsLimits = SQS_LIMITS,
-        idle_seconds: float = 1.0,
-        body_model: Any = None,
+    def _run(
+        self, queue: str, script: Script, config: ConsumerConfig, client: Any, how: Run
     ) -> None:
         consumer = Consumer(
-            queue, script, config, client=client, limits=limits, body_model=body_model
+            queue, script, config, client=client, limits=how.limits, body_model=how.body_model
         )
-        consumer.run_until_idle(idle_seconds)
+        consumer.run_until_idle(how.idle_seconds)
 
 
-class AsyncFrontEnd:
+class AsyncFrontEnd(FrontEnd):
     name = "async"
 
-    def consume(
-        self,
-        queue: str,
-        script: Script,
-        config: ConsumerConfig,
-        client: Any,
-        *,
-        limits: SqsLimits = SQS_LIMITS,
-        idle_seconds: float = 1.0,
-        body_model: Any = None,
+    def _run(
+        self, queue: str, script: Script, config: ConsumerConfig, client: Any, how: Run
     ) -> None:
         run_async(
             queue,
             as_async(script),
             config,
             client,
-            limits=limits,
-            idle_seconds=idle_seconds,
-            body_model=body_model,
+            limits=how.limits,
+            idle_seconds=how.idle_seconds,
+            body_model=how.body_model,
         )
 
 
-class LambdaFrontEnd:
+class LambdaFrontEnd(FrontEnd):
     """The Lambda adapter behind a simulated event source mapping (sync or async handler)."""
 
     def __init__(self, *, async_handler: bool = False) -> None:
@@ -155,25 +156,19 @@ class LambdaFrontEnd:
         self.requests: dict[str, int] = {}
         """SQS requests the adapter made in the last `consume` (the mapping's are not counted)."""
 
-    def consume(
-        self,
-        queue: str,
-        script: Script,
-        config: ConsumerConfig,
-        client: Any,
-        *,
-        limits: SqsLimits = SQS_LIMITS,
-        idle_seconds: float = 1.0,
-        body_model: Any = None,
+    def _run(
+        self, queue: str, script: Script, config: ConsumerConfig, client: Any, how: Run
     ) -> None:
         handler = as_async(script) if self.async_handler else script
-        wrap = lambda_handler(config=config, client=client, limits=limits, body_model=body_model)
+        wrap = lambda_handler(
+            config=config, client=client, limits=how.limits, body_model=how.body_model
+        )
         function = wrap(handler)
         mapping = EventSourceMapping(
             client, queue, batch_size=config.max_batch_size, window=config.max_batch_timeout
         )
         try:
-            mapping.run_until_idle(function, idle_seconds=idle_seconds)
+            mapping.run_until_idle(function, idle_seconds=how.idle_seconds)
         finally:
             function.close()
             self.requests = dict(function._sqs.requests) if function._sqs is not None else {}
