@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import random as _random
 
-from sqsbatch._core.backoff import exponential_delay, pause_seconds
+from sqsbatch._core.backoff import exponential_delay
 
-__all__ = ["exponential_backoff", "pause_seconds"]
+__all__ = ["exponential_backoff"]
 
 _SYSTEM_RANDOM = _random.Random()
 
