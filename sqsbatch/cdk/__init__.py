@@ -15,7 +15,8 @@ alone never imports aws_cdk. Bring your own app:
 or let `build_app("sqsbatch.toml")` deploy everything a file describes (see docs/infra.md).
 """
 
-from sqsbatch.cdk.alarms import QueueAlarms
+from sqsbatch.cdk.alarms import MetricsAlarms, QueueAlarms
+from sqsbatch.cdk.dashboard import QueueDashboard
 from sqsbatch.cdk.fargate import FargateConsumer, RedriveService, TaskSize, container_image
 from sqsbatch.cdk.lambda_consumer import LambdaConsumer
 from sqsbatch.cdk.queues import DeadLetterQueue, QueueWithDlq, queue_arn
@@ -28,7 +29,9 @@ __all__ = [
     "FargateConsumer",
     "InfraSettings",
     "LambdaConsumer",
+    "MetricsAlarms",
     "QueueAlarms",
+    "QueueDashboard",
     "QueueWithDlq",
     "RedriveService",
     "SqsBatchStack",

@@ -1,4 +1,5 @@
-"""CloudWatch alarms on a queue: the age of its oldest message and, for a DLQ, its depth."""
+"""CloudWatch alarms on a queue (the age of its oldest message and, for a DLQ, its depth) and,
+with `metrics = "emf"`, on what its consumer reports (docs/operations.md says what to do)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-__all__ = ["QueueAlarms"]
+from sqsbatch.cdk.emf import consumer_metric
+from sqsbatch.cdk.rules import Metrics
+
+__all__ = ["MetricsAlarms", "QueueAlarms"]
 
 PERIOD = Duration.minutes(1)
 
@@ -63,6 +67,98 @@ class QueueAlarms(Construct):
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
             )
             self.alarms.append(self.depth)
+        if topic is not None:
+            for alarm in self.alarms:
+                alarm.add_alarm_action(actions.SnsAction(topic))
+
+
+# Missing data, for every alarm below: a consumer metric exists only while a consumer writes it
+# (a poller writes every interval, zeros too; Lambda writes per batch, so an idle function
+# writes nothing). No datapoint is no evidence of a fault, so it does not breach; a consumer
+# that stopped altogether is the OldestMessage alarm's to catch, from SQS's own metrics, which
+# exist whether or not a consumer runs. "missing" would instead leave every idle Lambda queue's
+# alarms in INSUFFICIENT_DATA, which reads as broken and hides the real state.
+NOT_BREACHING = cloudwatch.TreatMissingData.NOT_BREACHING
+# "Sustained": in 3 of the last 5 periods. Flushes are not aligned with periods, so a period
+# can hold no line even while the fault lasts; 3 of 5 rides over such gaps.
+SUSTAINED_DATAPOINTS, SUSTAINED_PERIODS = 3, 5
+
+
+class MetricsAlarms(Construct):
+    """Alarms on a consumer's own metrics (`QueueName` = `queue_name`), each notifying `topic`.
+
+    - `HandlerTimeouts` (Sum > 0 in one period): a handler ran past `handler_timeout`; its
+      batch was retried while the handler may still be running.
+    - `SettleFailures` (Sum > 0 in one period): an ack, retry or dead-lettering call failed
+      for good; those messages come back (duplicates) or are left to the RedrivePolicy.
+    - `ReceiveErrors` (Sum > 0 in 3 of 5 periods), with `receive_errors`: the poller cannot
+      receive (permissions, KMS, network). One error is retried with backoff and is no alarm.
+      A Lambda consumer never receives itself (its event source does), so it has none.
+    - `MessageAge` (p99 above `message_age_seconds`, in 3 of 5 periods): messages wait longer
+      than they should before their handler sees them; a backlog is building.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        queue_name: str,
+        metrics: Metrics,
+        message_age_seconds: int,
+        receive_errors: bool = True,
+        topic: sns.ITopic | None = None,
+    ) -> None:
+        super().__init__(scope, id)
+
+        def any_in_a_period(name: str, description: str) -> cloudwatch.Alarm:
+            return cloudwatch.Alarm(
+                self,
+                name,
+                alarm_description=description,
+                metric=consumer_metric(metrics, queue_name, name),
+                threshold=0,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                evaluation_periods=1,
+                treat_missing_data=NOT_BREACHING,
+            )
+
+        self.handler_timeouts = any_in_a_period(
+            "HandlerTimeouts", f"A handler of {queue_name} ran past its handler_timeout"
+        )
+        self.settle_failures = any_in_a_period(
+            "SettleFailures", f"Settling messages of {queue_name} failed: they may come back"
+        )
+        self.alarms = [self.handler_timeouts, self.settle_failures]
+        self.receive_errors: cloudwatch.Alarm | None = None
+        if receive_errors:
+            self.receive_errors = cloudwatch.Alarm(
+                self,
+                "ReceiveErrors",
+                alarm_description=f"The consumer of {queue_name} keeps failing to receive",
+                metric=consumer_metric(metrics, queue_name, "ReceiveErrors"),
+                threshold=0,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                evaluation_periods=SUSTAINED_PERIODS,
+                datapoints_to_alarm=SUSTAINED_DATAPOINTS,
+                treat_missing_data=NOT_BREACHING,
+            )
+            self.alarms.append(self.receive_errors)
+        self.message_age = cloudwatch.Alarm(
+            self,
+            "MessageAge",
+            alarm_description=(
+                f"Messages of {queue_name} are older than {message_age_seconds} s when "
+                "delivered (p99): a backlog is building"
+            ),
+            metric=consumer_metric(metrics, queue_name, "MessageAge", statistic="p99"),
+            threshold=message_age_seconds * 1000,  # the metric is in milliseconds
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=SUSTAINED_PERIODS,
+            datapoints_to_alarm=SUSTAINED_DATAPOINTS,
+            treat_missing_data=NOT_BREACHING,
+        )
+        self.alarms.append(self.message_age)
         if topic is not None:
             for alarm in self.alarms:
                 alarm.add_alarm_action(actions.SnsAction(topic))

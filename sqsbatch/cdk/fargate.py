@@ -23,7 +23,7 @@ from constructs import Construct
 
 from sqsbatch.cdk.encryption import QUEUE_SEND, allow_key
 from sqsbatch.cdk.queues import DeadLetterQueue, QueueWithDlq, queue_arn
-from sqsbatch.cdk.rules import consumer_environment
+from sqsbatch.cdk.rules import Metrics, consumer_environment, metrics_environment
 from sqsbatch.errors import ConfigError
 
 __all__ = ["FargateConsumer", "RedriveService", "TaskSize", "container_image"]
@@ -322,7 +322,8 @@ class RedriveService(Construct):
 
     The task may receive, delete, hide and inspect messages on the DLQ and list its sources,
     and only send to the DLQ's source queues (named in the `DeadLetterQueue`). With a KMS key it
-    may use the DLQ's key to decrypt and encrypt: the sources must share that key.
+    may use the DLQ's key to decrypt and encrypt: the sources must share that key. With
+    `metrics`, it writes its EMF metrics there (`REDRIVE_METRICS*` in its environment).
     """
 
     def __init__(
@@ -337,15 +338,17 @@ class RedriveService(Construct):
         size: TaskSize | None = None,
         assign_public_ip: bool = False,
         vpc_subnets: ec2.SubnetSelection | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         super().__init__(scope, id)
+        self.metrics = metrics
         self.runner = _Service(
             self,
             "Daemon",
             cluster=cluster,
             image=image,
             command=["redrive", "run", "--dlq", dead_letter.queue_name],
-            environment={},
+            environment=metrics_environment(metrics, "REDRIVE_"),
             size=size or TaskSize(stop_timeout_seconds=60),
             desired_count=desired_count,
             assign_public_ip=assign_public_ip,

@@ -8,20 +8,28 @@ and what would be accepted.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.errors import ConfigError
 
 __all__ = [
+    "DEFAULT_METRICS_INTERVAL",
+    "DEFAULT_METRICS_NAMESPACE",
     "ESM_DEFAULT_CONCURRENCY",
+    "METRICS_SETTINGS",
     "VISIBILITY_FACTOR",
     "LambdaSource",
+    "Metrics",
     "consumer_environment",
     "default_lambda_timeout",
     "is_fifo",
     "lambda_source",
     "max_receive_count",
+    "metrics_environment",
+    "metrics_of",
+    "shared_metrics",
 ]
 
 VISIBILITY_FACTOR = 6  # AWS: a queue's visibility timeout >= 6x its Lambda consumer's timeout
@@ -30,6 +38,12 @@ ESM_UNBATCHED_SIZE = 10  # above this many messages the event source mapping nee
 ESM_MIN_CONCURRENCY, ESM_MAX_CONCURRENCY = 2, 1000
 ESM_DEFAULT_CONCURRENCY = ESM_MIN_CONCURRENCY  # the poller's default is 1; Lambda's floor is 2
 FIFO_MAX_BATCH = 10
+# The consumer settings that turn on EMF metrics (docs/operations.md). With `metrics = "off"`
+# (the default) the other two do nothing, so none of them reaches an environment.
+METRICS_SETTINGS = ("metrics", "metrics_namespace", "metrics_interval")
+DEFAULT_METRICS_NAMESPACE = "sqsbatch"
+DEFAULT_METRICS_INTERVAL = 60.0
+CLOUDWATCH_MINUTE = 60
 
 
 @dataclass(frozen=True)
@@ -132,6 +146,73 @@ def consumer_environment(config: ConsumerConfig) -> dict[str, str]:
     """`SQSBATCH_*` variables that make a consumer's `ConsumerConfig()` equal `config`."""
     env: dict[str, str] = {}
     for name, value in config.model_dump().items():
-        if value is not None:
+        if value is not None and name not in METRICS_SETTINGS:
             env[f"SQSBATCH_{name.upper()}"] = str(value)
-    return env
+    return env | metrics_environment(metrics_of(config), "SQSBATCH_")
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """Where a consumer (or the redrive daemon) sends its EMF metrics, when they are on."""
+
+    namespace: str = DEFAULT_METRICS_NAMESPACE
+    interval_seconds: float = DEFAULT_METRICS_INTERVAL
+
+    @property
+    def period_seconds(self) -> int:
+        """The CloudWatch period of graphs and alarms: whole minutes holding at least one flush.
+
+        The pollers and the daemon write one line per `interval_seconds`; a shorter period
+        would show gaps between flushes as zeros (and make a missing datapoint of every other
+        period). Under Lambda a line is written per batch, which any period holds.
+        """
+        return CLOUDWATCH_MINUTE * max(1, math.ceil(self.interval_seconds / CLOUDWATCH_MINUTE))
+
+
+def metrics_of(config: ConsumerConfig) -> Metrics | None:
+    """The consumer's metrics settings, or None when `metrics` is off (the default)."""
+    mode = _plain(getattr(config, "metrics", "off"))
+    if mode == "off":
+        return None
+    namespace = _plain(getattr(config, "metrics_namespace", DEFAULT_METRICS_NAMESPACE))
+    interval = getattr(config, "metrics_interval", DEFAULT_METRICS_INTERVAL)
+    return Metrics(namespace=str(namespace), interval_seconds=float(interval))
+
+
+def _plain(value: object) -> object:
+    """An enum member's value, anything else as it is."""
+    return getattr(value, "value", value)
+
+
+def metrics_environment(metrics: Metrics | None, prefix: str) -> dict[str, str]:
+    """The variables that turn metrics on in a process whose settings read `prefix*`.
+
+    `SQSBATCH_` for a consumer, `REDRIVE_` for the redrive daemon. Nothing when off: a
+    process without them emits no metrics, which is the default.
+    """
+    if metrics is None:
+        return {}
+    return {
+        f"{prefix}METRICS": "emf",
+        f"{prefix}METRICS_NAMESPACE": metrics.namespace,
+        f"{prefix}METRICS_INTERVAL": str(metrics.interval_seconds),
+    }
+
+
+def shared_metrics(configs: Sequence[ConsumerConfig], dead_letter_queue: str) -> Metrics | None:
+    """The redrive daemon's metrics for a DLQ: on when any of its sources has them on.
+
+    The daemon writes to one namespace, so its sources must agree on it; it flushes as often
+    as the most frequent of them.
+    """
+    found = [m for m in map(metrics_of, configs) if m is not None]
+    if not found:
+        return None
+    namespaces = sorted({m.namespace for m in found})
+    if len(namespaces) > 1:
+        raise ConfigError(
+            f"the queues that dead-letter into {dead_letter_queue!r} send metrics to "
+            f"{' and '.join(map(repr, namespaces))}, but its redrive daemon writes to one "
+            "namespace (accepted: one metrics_namespace for all of them)"
+        )
+    return Metrics(namespaces[0], min(m.interval_seconds for m in found))

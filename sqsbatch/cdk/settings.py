@@ -35,7 +35,8 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from sqsbatch.config import ConsumerConfig, load_file
+from sqsbatch.cdk.rules import DEFAULT_METRICS_INTERVAL, DEFAULT_METRICS_NAMESPACE, shared_metrics
+from sqsbatch.config import ConsumerConfig, Number, load_file
 from sqsbatch.errors import ConfigError
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "QueuePlan",
     "QueueSettings",
     "RedriveSettings",
+    "consumer_config_class",
     "image_for",
     "load_plan",
     "parse_infra",
@@ -61,6 +63,10 @@ _MODULE_DOT_FUNCTION = r"^[A-Za-z_][\w.]*\.[A-Za-z_]\w*$"
 # "create", or the ARN of a key (not an alias: CloudWatch Logs accepts only key ARNs).
 _KMS = r"^(create|arn:aws[\w-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+)$"
 DEFAULT_REDRIVE_HEADROOM = 2
+# The MessageAge alarm's default: this much past what the settings make a message wait on
+# purpose (the queue's delivery delay and the consumer's retry delay).
+MESSAGE_AGE_MARGIN_SECONDS = 300
+_METRICS_NAMESPACE = r"^[a-zA-Z0-9._#:/-]+$"
 _SERVICE_PRINCIPAL = r"^[a-z0-9-]+(\.[a-z0-9-]+)*\.amazonaws\.com$"
 
 
@@ -135,6 +141,9 @@ class QueueSettings(_Strict):
     redrive: bool = False
     age_alarm_seconds: int = Field(default=3600, ge=60, le=FOURTEEN_DAYS)
     dlq_age_alarm_seconds: int = Field(default=3 * 86_400, ge=60, le=FOURTEEN_DAYS)
+    # With metrics on: the alarm on MessageAge p99 (age at delivery). Default: 300 s past the
+    # queue's delivery_delay plus the consumer's retry_delay (QueuePlan.message_age_alarm_seconds).
+    message_age_alarm_seconds: int | None = Field(default=None, ge=60, le=FOURTEEN_DAYS)
     lambda_: LambdaSettings | None = Field(default=None, alias="lambda")
     ecs: EcsSettings | None = None
 
@@ -190,6 +199,34 @@ class QueuePlan:
         assert self.config.dead_letter_queue is not None
         return self.config.dead_letter_queue
 
+    @property
+    def message_age_alarm_seconds(self) -> int:
+        """The MessageAge p99 alarm's threshold: the setting, else a margin past the delays a
+        message waits on purpose before a delivery (a retried message's age includes them)."""
+        given = self.infra.message_age_alarm_seconds
+        if given is not None:
+            return given
+        return MESSAGE_AGE_MARGIN_SECONDS + self.infra.delivery_delay + self.config.retry_delay
+
+
+class _WithMetrics(ConsumerConfig):
+    """ConsumerConfig plus the metrics settings, for a `ConsumerConfig` that lacks them.
+
+    Same names, sources (`SQSBATCH_METRICS`, ..., the `[[queues.consumers]]` table) and bounds
+    as the consumer's; `consumer_config_class` uses ConsumerConfig itself once it has them.
+    """
+
+    metrics: Literal["off", "emf"] = "off"
+    metrics_namespace: str = Field(
+        default=DEFAULT_METRICS_NAMESPACE, min_length=1, max_length=255, pattern=_METRICS_NAMESPACE
+    )
+    metrics_interval: Number = Field(default=DEFAULT_METRICS_INTERVAL, gt=0, le=3600)
+
+
+def consumer_config_class() -> type[ConsumerConfig]:
+    """The class that reads a consumer's settings, metrics included."""
+    return ConsumerConfig if "metrics" in ConsumerConfig.model_fields else _WithMetrics
+
 
 @dataclass(frozen=True)
 class DeploymentPlan:
@@ -224,7 +261,9 @@ def load_plan(path: str | Path) -> DeploymentPlan:
     by_name = {q.queue: q for q in settings.queues}
     plans = tuple(
         QueuePlan(
-            name, ConsumerConfig.load(name, path), by_name.get(name, QueueSettings(queue=name))
+            name,
+            consumer_config_class().load(name, path),
+            by_name.get(name, QueueSettings(queue=name)),
         )
         for name in names
     )
@@ -281,8 +320,13 @@ def _check_plan(plan: DeploymentPlan, path: Path) -> None:
                 f"{path}: {len(group)} queues dead-letter into {dlq!r}; SQS's redrive allow "
                 f"policy names at most {MAX_DLQ_SOURCES}"
             )
-        if any(q.infra.redrive for q in group) and _redrive_image(plan) is None:
-            raise ConfigError(f"{path}: redrive for {dlq!r} needs an image ([infra].image)")
+        if any(q.infra.redrive for q in group):
+            if _redrive_image(plan) is None:
+                raise ConfigError(f"{path}: redrive for {dlq!r} needs an image ([infra].image)")
+            try:
+                shared_metrics([q.config for q in group], dlq)
+            except ConfigError as exc:
+                raise ConfigError(f"{path}: {exc}") from None
 
 
 def _check_queue(plan: DeploymentPlan, queue: QueuePlan, sources: set[str], path: Path) -> None:

@@ -13,18 +13,20 @@ from aws_cdk import aws_sns as sns
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
-from sqsbatch.cdk.alarms import QueueAlarms
+from sqsbatch.cdk.alarms import MetricsAlarms, QueueAlarms
+from sqsbatch.cdk.dashboard import QueueDashboard, dashboard_name
 from sqsbatch.cdk.encryption import queue_key
 from sqsbatch.cdk.fargate import FargateConsumer, RedriveService, TaskSize, container_image
 from sqsbatch.cdk.lambda_consumer import LambdaConsumer
 from sqsbatch.cdk.queues import DeadLetterQueue, QueueWithDlq
+from sqsbatch.cdk.rules import Metrics, metrics_of, shared_metrics
 from sqsbatch.cdk.settings import DeploymentPlan, QueuePlan, image_for, load_plan
 
 __all__ = ["SqsBatchStack", "build_app"]
 
 
 class SqsBatchStack(Stack):
-    """Every consumer queue of the plan with its DLQ, consumer, alarms and redrive daemon.
+    """Every consumer queue of the plan with its DLQ, consumer, alarms, dashboard and redrive.
 
     DLQs shared by several queues are created once. Fargate services (ECS consumers, redrive)
     share one cluster with Container Insights, in a VPC of public subnets only (no NAT gateway:
@@ -41,6 +43,8 @@ class SqsBatchStack(Stack):
         self.key = queue_key(self, "Key", settings.kms, settings.kms_producer_services)
         self._cluster: ecs.Cluster | None = None
         self.dead_letters: dict[str, DeadLetterQueue] = {}
+        # The metrics of the redrive daemon on each DLQ (None: no daemon, or metrics off).
+        self.redrive_metrics: dict[str, Metrics | None] = {}
         self.queues: dict[str, QueueWithDlq] = {}
         for dlq, group in plan.sources_by_dlq().items():
             self._add_dead_letter(dlq, group)
@@ -95,9 +99,12 @@ class SqsBatchStack(Stack):
             dead_letter=True,
             topic=self.topic,
         )
+        self.redrive_metrics[name] = None
         if any(q.infra.redrive for q in group):
             image = image_for(self.plan, None)
             redrive = self.plan.settings.redrive
+            metrics = shared_metrics([q.config for q in group], name)
+            self.redrive_metrics[name] = metrics
             RedriveService(
                 dead_letter,
                 "Redrive",
@@ -107,6 +114,7 @@ class SqsBatchStack(Stack):
                 desired_count=redrive.desired_count,
                 size=TaskSize(redrive.cpu, redrive.memory_mb, stop_timeout_seconds=60),
                 assign_public_ip=True,
+                metrics=metrics,
             )
 
     def _add_queue(self, plan: QueuePlan) -> None:
@@ -130,6 +138,7 @@ class SqsBatchStack(Stack):
             oldest_message_seconds=infra.age_alarm_seconds,
             topic=self.topic,
         )
+        self._observe(plan, queues)
         if infra.lambda_ is not None:
             settings = infra.lambda_
             LambdaConsumer(
@@ -162,6 +171,30 @@ class SqsBatchStack(Stack):
                     ecs_settings.cpu, ecs_settings.memory_mb, ecs_settings.stop_timeout_seconds
                 ),
                 assign_public_ip=True,
+            )
+
+    def _observe(self, plan: QueuePlan, queues: QueueWithDlq) -> None:
+        """The queue's dashboard and, with metrics on, the alarms on the consumer's metrics."""
+        metrics = metrics_of(plan.config)
+        QueueDashboard(
+            queues,
+            "Dashboard",
+            queues=queues,
+            dashboard_name=dashboard_name(self.plan.settings.stack_name, plan.name),
+            redrive=self.redrive_metrics[plan.dead_letter_queue],
+            oldest_message_seconds=plan.infra.age_alarm_seconds,
+            message_age_seconds=None if metrics is None else plan.message_age_alarm_seconds,
+        )
+        if metrics is not None:
+            MetricsAlarms(
+                queues,
+                "MetricsAlarms",
+                queue_name=plan.name,
+                metrics=metrics,
+                message_age_seconds=plan.message_age_alarm_seconds,
+                # A Lambda consumer's event source receives, never the consumer itself.
+                receive_errors=plan.infra.consumer != "lambda",
+                topic=self.topic,
             )
 
 

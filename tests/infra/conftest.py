@@ -28,6 +28,58 @@ from sqsbatch.cdk.settings import QueuePlan
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "infra" / "sqsbatch.toml"
 
+TOPIC = "arn:aws:sns:us-east-1:123456789012:ops"
+ASSET = REPO / "infra" / "lambda_asset"
+# A stack with metrics on (tests/infra/test_metrics.py): orders, a Lambda consumer with its own
+# namespace; emails, an ECS poller flushing every 90 s; audit, metrics off. Both DLQs are
+# redriven, and a KMS key makes the template as scanner-clean as the example's.
+METRICS_ON = f"""
+[[queues.consumers]]
+queue = "orders"
+max_batch_size = 25
+max_batch_timeout = 2
+max_retries = 4
+dead_letter_queue = "orders-dlq"
+retry_delay = 30
+max_concurrency = 5
+visibility_timeout = 180
+metrics = "emf"
+metrics_namespace = "Shop/sqsbatch"
+
+[[queues.consumers]]
+queue = "emails"
+dead_letter_queue = "shared-dlq"
+max_concurrency = 4
+visibility_timeout = 60
+metrics = "emf"
+metrics_interval = 90
+
+[[queues.consumers]]
+queue = "audit"
+dead_letter_queue = "shared-dlq"
+
+[infra]
+stack_name = "sqsbatch-metrics"
+alarm_topic_arn = "{TOPIC}"
+kms = "create"
+image = {{ ecr_repository = "sqsbatch-app", tag = "v1" }}
+
+[[infra.queues]]
+queue = "orders"
+consumer = "lambda"
+delivery_delay = 10
+redrive = true
+age_alarm_seconds = 900
+lambda = {{ asset = "{ASSET}", timeout_seconds = 30 }}
+
+[[infra.queues]]
+queue = "emails"
+consumer = "ecs"
+redrive = true
+message_age_alarm_seconds = 120
+ecs = {{ handler = "app.jobs:send_emails" }}
+"""
+
 
 def cdk_context() -> dict[str, Any]:
     """The context cdk.json gives the app, so the tests see what `cdk deploy` would."""
@@ -57,6 +109,22 @@ def synthesis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synthesis]:
         seconds = time.perf_counter() - started
         template: dict[str, Any] = assembly.get_stack_by_name(stack.stack_name).template
         yield Synthesis(load_plan(EXAMPLE), template, outdir, stack.stack_name, seconds)
+
+
+@pytest.fixture(scope="session")
+def metrics_synthesis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synthesis]:
+    """The stack of METRICS_ON, built as `infra/app.py` builds it (cdk-nag included)."""
+    folder = tmp_path_factory.mktemp("metrics")
+    path = folder / "sqsbatch.toml"
+    path.write_text(METRICS_ON)
+    with pytest.MonkeyPatch.context() as patch:
+        for key in list(os.environ):
+            if key.startswith("SQSBATCH_"):
+                patch.delenv(key)
+        outdir = folder / "cdk.out"
+        app, stack = build_app(path, app=App(outdir=str(outdir), context=cdk_context()))
+        template = app.synth().get_stack_by_name(stack.stack_name).template
+        yield Synthesis(load_plan(path), template, outdir, stack.stack_name, 0.0)
 
 
 def resources(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:

@@ -45,8 +45,7 @@ def template_path(synthesis: Synthesis) -> Path:
     return synthesis.outdir / f"{synthesis.stack_name}.template.json"
 
 
-@pytest.fixture(scope="module")
-def checkov(synthesis: Synthesis) -> Iterator[dict[str, Any]]:
+def run_checkov(synthesis: Synthesis) -> dict[str, Any]:
     """checkov's JSON report on the template, as CI would run it (but offline)."""
     if not CHECKOV.exists():
         message = f"{CHECKOV} is missing: `make test` (or `make scanners`) installs it"
@@ -65,18 +64,28 @@ def checkov(synthesis: Synthesis) -> Iterator[dict[str, Any]]:
     )
     assert result.returncode in (0, 1), result.stderr  # 1: some check failed (asserted below)
     report: dict[str, Any] = json.loads(result.stdout)
-    yield report
+    return report
 
 
-def test_checkov_finds_nothing_that_is_not_acknowledged(checkov: dict[str, Any]) -> None:
-    results = checkov["results"]
+@pytest.fixture(scope="module")
+def checkov(synthesis: Synthesis) -> Iterator[dict[str, Any]]:
+    yield run_checkov(synthesis)
+
+
+def assert_only_acknowledged(report: dict[str, Any]) -> None:
+    """No failed check, and every skipped one acknowledged with its reason."""
+    results = report["results"]
     failed = sorted((f["check_id"], f["resource"]) for f in results["failed_checks"])
     assert failed == []
-    assert checkov["summary"]["parsing_errors"] == 0
+    assert report["summary"]["parsing_errors"] == 0
     skipped = {(s["check_id"], s["resource"].split(".")[0]) for s in results["skipped_checks"]}
     assert skipped == ACKNOWLEDGED
     for skip in results["skipped_checks"]:
         assert len(skip["check_result"]["suppress_comment"]) >= MIN_REASON_LENGTH, skip
+
+
+def test_checkov_finds_nothing_that_is_not_acknowledged(checkov: dict[str, Any]) -> None:
+    assert_only_acknowledged(checkov)
 
 
 def test_checkov_checked_the_encryption_and_the_concurrency(
@@ -100,3 +109,10 @@ def test_checkov_checked_the_encryption_and_the_concurrency(
 def test_cfn_lint_finds_nothing(synthesis: Synthesis) -> None:
     matches = lint_file(template_path(synthesis))
     assert [str(match) for match in matches] == []
+
+
+def test_the_scanners_pass_with_metrics_on(metrics_synthesis: Synthesis) -> None:
+    """The dashboards and the alarms on the consumers' metrics add no finding (cdk-nag ran in
+    the fixture: `app.synth()` raises on a failing AwsSolutions check)."""
+    assert [str(match) for match in lint_file(template_path(metrics_synthesis))] == []
+    assert_only_acknowledged(run_checkov(metrics_synthesis))
