@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Self
+from typing import Annotated, Any, ClassVar, Literal, Self, get_origin
 
 from pydantic import BeforeValidator, Field, ValidationError
 from pydantic.fields import FieldInfo
@@ -25,8 +25,11 @@ from sqsbatch.errors import ConfigError
 __all__ = [
     "CONFIG_FILE_ENV",
     "MAX_TTL_SECONDS",
+    "METRICS_NAMESPACE_PATTERN",
     "ConsumerConfig",
     "Count",
+    "MetricsMode",
+    "MetricsNamespace",
     "Number",
     "ProducerConfig",
     "check_int",
@@ -61,6 +64,10 @@ Count = Annotated[int, BeforeValidator(no_bool)]
 Number = Annotated[float, BeforeValidator(no_bool)]
 Seconds = Number
 WholeSeconds = Count
+MetricsMode = Literal["off", "emf"]
+METRICS_NAMESPACE_PATTERN = r"^[A-Za-z0-9._#:/-]{1,255}$"
+"""What CloudWatch accepts as a namespace (aws-embedded-metrics' own check, written out)."""
+MetricsNamespace = Annotated[str, Field(pattern=METRICS_NAMESPACE_PATTERN)]
 
 # The values read from sqsbatch.toml for the queue being configured, handed to the settings
 # source below for the duration of one construction.
@@ -132,6 +139,11 @@ class ConsumerConfig(_Settings):
     `visibility_timeout` (`sqsbatch._core.liveness.default_stall_seconds`)."""
     read_timeout_margin: Seconds = Field(default=10.0, gt=0, le=300)
     """How long past its long-poll wait an SQS call may stay silent before it is abandoned."""
+    metrics: MetricsMode = "off"
+    """`emf`: CloudWatch metrics as Embedded Metric Format lines on stdout (no API call)."""
+    metrics_namespace: MetricsNamespace = "sqsbatch"
+    metrics_interval: Seconds = Field(default=60.0, gt=0, le=3600)
+    """The pollers write their metrics once per interval; under Lambda, once per batch."""
 
     @property
     def max_receive_count(self) -> int:
@@ -220,8 +232,17 @@ def describe_error(cls: type[BaseSettings], exc: ValidationError, *, what: str =
         known = ", ".join(sorted(cls.model_fields))
         return f"unknown {what} {name!r} (known: {known})"
     field = cls.model_fields.get(name)
+    if error["type"] == "string_pattern_mismatch":  # the regex is the whole message
+        accepted = _PATTERNS.get(str(error.get("ctx", {}).get("pattern")), "")
+        return f"{name}={error.get('input')!r} is invalid: must be {accepted}"
     accepted = _accepted(field) if field is not None else ""
-    return f"{name}={error.get('input')!r} is invalid: {error['msg'].lower()}{accepted}"
+    message = error["msg"]
+    return f"{name}={error.get('input')!r} is invalid: {message[:1].lower()}{message[1:]}{accepted}"
+
+
+_PATTERNS = {
+    METRICS_NAMESPACE_PATTERN: "1 to 255 of the characters A-Z a-z 0-9 . _ # : / -",
+}
 
 
 def _accepted(field: FieldInfo) -> str:
@@ -230,6 +251,8 @@ def _accepted(field: FieldInfo) -> str:
         for attr in ("ge", "gt", "le", "min_length"):
             if getattr(item, attr, None) is not None:
                 bounds[attr] = getattr(item, attr)
+    if get_origin(field.annotation) is Literal:
+        return ""  # pydantic's message lists the accepted values
     kind = getattr(field.annotation, "__name__", str(field.annotation))
     if "ge" in bounds and "le" in bounds:
         return f" (accepted: {kind} {bounds['ge']}..{bounds['le']})"

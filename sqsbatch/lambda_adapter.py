@@ -5,7 +5,8 @@ is closed by the same decision code (`_core.closing.close_batch`) and settled by
 for Lambda (`_core.flows.settle_for_lambda`), and only what Lambda cannot do is called:
 visibility changes for retries with a delay, dead-letter copies and re-sent long delays, all
 before returning. Lambda deletes every record left out of `batchItemFailures`
-(`lambda_event.report` decides which), so acks cost no call.
+(`lambda_event.report` decides which), so acks cost no call. With `metrics = "emf"`, each
+invocation writes its batch's CloudWatch metrics before returning (`sqsbatch.metrics`).
 """
 
 from __future__ import annotations
@@ -20,9 +21,16 @@ from typing import Any, Protocol, cast, overload
 from sqsbatch._async.flavour import AsyncBatchHandler
 from sqsbatch._core.closing import close_batch, handler_end
 from sqsbatch._core.context import QueueContext
-from sqsbatch._core.flows import doomed_line, postpone, read_settings, settle_for_lambda
+from sqsbatch._core.flows import (
+    doomed_counts,
+    doomed_line,
+    postpone,
+    read_settings,
+    settle_for_lambda,
+)
 from sqsbatch._core.handlers import check_handler, is_async_handler
 from sqsbatch._core.ledger import Outcome
+from sqsbatch._core.metrics import batch_sample
 from sqsbatch._core.queue_settings import (
     check_dead_letter_queue,
 )
@@ -44,6 +52,7 @@ from sqsbatch.lambda_records import (
 )
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import Message, MessageBatch, _Delivery
+from sqsbatch.metrics import EmfMetrics
 
 __all__ = ["LambdaAdapter", "LambdaContext", "lambda_handler"]
 
@@ -86,6 +95,7 @@ class LambdaAdapter:
         self._client = client
         self._sqs: SyncSqs | None = None
         self._queues: dict[str, QueueContext] = {}
+        self._metrics: dict[str, EmfMetrics] = {}
         self._limits = limits
         self._clock = clock
         self._wall_clock = wall_clock
@@ -101,6 +111,7 @@ class LambdaAdapter:
             return _response(listed)
         sqs = self._door()
         queue = self._queue(sqs, parsed.queue_url)
+        metrics = self._metrics_of(queue)
         wall_now, now = self._wall_clock(), self._clock()
         visibility = queue.config.visibility_timeout
         arrival = Arrival(parsed, now=now, wall_now=wall_now, visibility_timeout=visibility)
@@ -109,7 +120,7 @@ class LambdaAdapter:
             list(hops.values()), queue_url=parsed.queue_url, wall_now=wall_now, limits=self._limits
         )
         if split.postpone is not None:
-            listed += self._postpone(sqs, split)
+            listed += self._postpone(sqs, split, metrics)
         how = Screen(queue.config.max_message_age, self._body_model)
         if _screens(parsed, how):  # the deliveries' path: screened, bodies validated
             early = {id(delivery) for delivery in split.early}
@@ -120,11 +131,16 @@ class LambdaAdapter:
                 for index, record in enumerate(records)
                 if id(hops.get(index)) not in early
             ]
-            batch = MessageBatch(queue.name, self._screen(sqs, kept, queue, listed, how))
+            batch = MessageBatch(
+                queue.name, self._screen(sqs, kept, queue, listed, how, metrics=metrics)
+            )
         else:  # the hot path: one object per record, read lazily
             batch = record_batch(queue.name, parsed, arrival, hops, split.early)
         if batch.messages:
-            listed += self._process(sqs, batch, queue, _remaining(context))
+            listed += self._process(sqs, batch, queue, _remaining(context), metrics)
+        if metrics is not None:
+            metrics.add({"received": len(parsed.records) + len(parsed.set_aside)})
+            metrics.flush()
         return _response(listed)
 
     def close(self) -> None:
@@ -135,10 +151,12 @@ class LambdaAdapter:
 
     # -- settling ---------------------------------------------------------------------------------
 
-    def _postpone(self, sqs: SyncSqs, split: Split) -> list[str]:
+    def _postpone(self, sqs: SyncSqs, split: Split, metrics: EmfMetrics | None) -> list[str]:
         """Re-send records that came before their due time; Lambda deletes the originals."""
         assert split.postpone is not None
         postponed = sqs.run(postpone(split.postpone, delete=False, limits=self._limits))
+        if metrics is not None:
+            metrics.add({"postponed": postponed.sent})
         early = cast(list[RecordDelivery], split.early)
         unsent = [early[index].item_identifier for index in postponed.unsent]
         for message_id in unsent:
@@ -152,6 +170,8 @@ class LambdaAdapter:
         queue: QueueContext,
         listed: list[str],
         how: Screen,
+        *,
+        metrics: EmfMetrics | None,
     ) -> list[_Delivery]:
         """Dead-letter the records past their deadline or with an invalid body (the copy is
         sent before returning; a record is left out of `batchItemFailures` only when SQS
@@ -162,6 +182,8 @@ class LambdaAdapter:
         if screened.doomed:
             batch, closing = close_screened(screened.doomed, queue, wall_now=self._wall_clock())
             settled = sqs.run(settle_for_lambda(closing, batch, self._limits))
+            if metrics is not None:
+                metrics.add(doomed_counts(settled))
             level, text = doomed_line(batch, closing, settled)
             log.log(level, "%s", text)
             doomed = cast(list[RecordDelivery], batch._deliveries)
@@ -169,15 +191,25 @@ class LambdaAdapter:
         return screened.live
 
     def _process(
-        self, sqs: SyncSqs, batch: MessageBatch, queue: QueueContext, remaining: float | None
+        self,
+        sqs: SyncSqs,
+        batch: MessageBatch,
+        queue: QueueContext,
+        remaining: float | None,
+        metrics: EmfMetrics | None,
     ) -> list[str]:
         budget = handler_budget(queue.config.handler_timeout, remaining)
-        outcome, error = self._supervise(batch, queue.config, budget)
+        started, delivered_at = self._clock(), self._wall_clock()
+        outcome, error = self._supervise(batch, queue.config, budget, metrics)
         now, wall_now = self._clock(), self._wall_clock()
         closing = close_batch(
             batch, outcome, error, queue, now=now, wall_now=wall_now, acks_free=True
         )
         settled = sqs.run(settle_for_lambda(closing, batch, self._limits))
+        if metrics is not None:
+            metrics.add(settled.counts)
+            ran = now - started
+            metrics.sample(batch_sample(batch.messages, handler_seconds=ran, wall_now=delivered_at))
         for level, text in settled.lines:
             log.log(level, "%s", text)
         return [_identifier(batch.messages[index]) for index in settled.listed]
@@ -185,7 +217,7 @@ class LambdaAdapter:
     # -- running the handler ---------------------------------------------------------------------
 
     def _supervise(
-        self, batch: MessageBatch, config: ConsumerConfig, budget: float
+        self, batch: MessageBatch, config: ConsumerConfig, budget: float, metrics: EmfMetrics | None
     ) -> tuple[Outcome, BaseException | None]:
         """Run the handler for at most `budget` seconds (no heartbeat: the queue's visibility
         timeout must outlast the function)."""
@@ -196,6 +228,8 @@ class LambdaAdapter:
         else:
             timed_out, error = run_in_thread(self.handler, batch, budget)
         end = handler_end(batch, config, timed_out=timed_out, error=error)
+        if metrics is not None:
+            metrics.add(end.counts)
         if end.log is not None:
             log.log(end.log[0], "%s", end.log[1], exc_info=end.error)
         return end.outcome, end.error
@@ -220,6 +254,21 @@ class LambdaAdapter:
         if self._client is not None:
             return str(self._client.meta.endpoint_url)
         return None
+
+    def _metrics_of(self, queue: QueueContext) -> EmfMetrics | None:
+        """The queue's metrics, written once per invocation; None when `metrics` is off."""
+        config = queue.config
+        if config.metrics != "emf":
+            return None
+        if queue.name not in self._metrics:
+            self._metrics[queue.name] = EmfMetrics(
+                queue.name,
+                namespace=config.metrics_namespace,
+                interval=None,
+                clock=self._clock,
+                wall_clock=self._wall_clock,
+            )
+        return self._metrics[queue.name]
 
     def _queue(self, sqs: SyncSqs, queue_url: str) -> QueueContext:
         """The queue and its settings: one RedrivePolicy lookup per execution environment (a

@@ -22,9 +22,11 @@ class Counters:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, counts: Mapping[str, int]) -> None:
+        """Add `counts`; a breakdown (`dead_lettered:expired`) is for the metrics, not here."""
         with self._lock:
             for name, value in counts.items():
-                setattr(self, name, getattr(self, name) + value)
+                if ":" not in name:
+                    setattr(self, name, getattr(self, name) + value)
 
     def as_dict(self) -> dict[str, int]:
         with self._lock:

@@ -14,7 +14,8 @@ settles its batch in batch calls.
 Operating it: with `health_file` the poller touches that file after every completed receive and
 while every slot is busy with a handler inside its `handler_timeout`; when it has been neither
 for `stall_seconds`, the watchdog stops it and `run()` raises once what it could settle is
-settled (docs/operations.md). The decisions are the core's `Liveness`.
+settled (docs/operations.md). The decisions are the core's `Liveness`. With `metrics = "emf"`
+it writes CloudWatch metrics every `metrics_interval` (`sqsbatch.metrics`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from sqsbatch._core.handlers import check_handler
 from sqsbatch._core.heartbeat import Watch
 from sqsbatch._core.ledger import Outcome
 from sqsbatch._core.liveness import Liveness, Pulse, all_busy, default_stall_seconds
+from sqsbatch._core.metrics import batch_sample
 from sqsbatch._core.queue_settings import check_dead_letter_queue
 from sqsbatch._core.receivers import Receivers
 from sqsbatch._core.receiving import Assembly, connections_for, is_idle, receive_visibility
@@ -56,6 +58,7 @@ from sqsbatch.health import HealthFile
 from sqsbatch.lifecycle import ConsumerStats
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import MessageBatch, _Delivery
+from sqsbatch.metrics import EmfMetrics
 
 __all__ = ["AsyncConsumer"]
 
@@ -111,6 +114,7 @@ class AsyncConsumer:
         self._fatal: SqsBatchError | None = None
         self._liveness = Liveness(self.stall_seconds, alive_at=clock())
         self._handlers: dict[int, float] = {}  # a running handler's batch -> when it started
+        self._metrics: EmfMetrics | None = None
 
     @property
     def stall_seconds(self) -> float:
@@ -163,7 +167,26 @@ class AsyncConsumer:
         dlq_url = await self._sqs.queue_url(dlq) if dlq is not None else None
         self._last_activity = self._clock()
         self._alive()  # the queue answered
-        return QueueContext.of(url, settings, dlq_url, self._limits)
+        context = QueueContext.of(url, settings, dlq_url, self._limits)
+        self._metrics = self._open_metrics(context.name)
+        return context
+
+    def _open_metrics(self, name: str) -> EmfMetrics | None:
+        if self.config.metrics != "emf":
+            return None
+        return EmfMetrics(
+            name,
+            namespace=self.config.metrics_namespace,
+            interval=self.config.metrics_interval,
+            clock=self._clock,
+            wall_clock=self._wall_clock,
+        )
+
+    def _count(self, counts: dict[str, int]) -> None:
+        """What a flow or a handler's end concluded: into `stats`, and into the metrics."""
+        self.stats.add(counts)
+        if self._metrics is not None:
+            self._metrics.add(counts)
 
     async def _loop(self, idle_seconds: float | None) -> None:
         self._liveness = Liveness(self.stall_seconds, alive_at=self._clock())
@@ -187,6 +210,8 @@ class AsyncConsumer:
             finally:
                 self._stopping.unbind()
                 self._changed.unbind()
+                if self._metrics is not None:
+                    self._metrics.flush()
         log.info("consumer of %s stopped: %s", self.queue, self.stats.as_dict())
         if self._fatal is not None:
             raise self._fatal
@@ -232,6 +257,8 @@ class AsyncConsumer:
             )
             pulse = self._liveness.look(now, busy=busy, stopping=self._stopping.is_set())
         self._pulse(pulse)
+        if self._metrics is not None:
+            self._metrics.tick()
 
     def _pulse(self, pulse: Pulse) -> None:
         if pulse.touch and self._health is not None:
@@ -289,7 +316,7 @@ class AsyncConsumer:
             screening=Screening(context, Screen(context.config.max_message_age, self._body_model)),
         )
         received = await self._sqs.run(flow)
-        self.stats.add(received.counts)
+        self._count(received.counts)
         if "receive_errors" not in received.counts:
             self._alive()
         if received.line is not None:
@@ -317,7 +344,7 @@ class AsyncConsumer:
             now, wall_now = self._clock(), self._wall_clock()
             closing = close_batch(batch, outcome, error, context, now=now, wall_now=wall_now)
             settled = await self._sqs.run(settle(closing, batch, self._limits))
-            self.stats.add(settled.counts)
+            self._count(settled.counts)
             for level, text in settled.lines:
                 log.log(level, "%s", text)
         except Exception:  # a bug of ours: the messages reappear after their visibility
@@ -328,7 +355,7 @@ class AsyncConsumer:
     async def _supervise(self, batch: MessageBatch) -> tuple[Outcome, BaseException | None]:
         """Run the handler; keep its messages hidden while it runs; give up at the timeout."""
         run = HandlerRun(self.handler, batch)
-        started = self._clock()
+        started, delivered_at = self._clock(), self._wall_clock()
         watch = Watch.start(started, self.config)
         with self._lock:
             self._handlers[id(batch)] = started
@@ -337,6 +364,10 @@ class AsyncConsumer:
         finally:
             with self._lock:
                 del self._handlers[id(batch)]
+            if self._metrics is not None:
+                ran = self._clock() - started
+                sample = batch_sample(batch.messages, handler_seconds=ran, wall_now=delivered_at)
+                self._metrics.sample(sample)
 
     async def _watch(
         self, run: HandlerRun, watch: Watch, batch: MessageBatch
@@ -353,7 +384,7 @@ class AsyncConsumer:
                 await self._heartbeat(batch)
         error = None if timed_out else run.failure()
         end = handler_end(batch, self.config, timed_out=timed_out, error=error)
-        self.stats.add(end.counts)
+        self._count(end.counts)
         if end.log is not None:
             log.log(end.log[0], "%s", end.log[1], exc_info=end.error)
         return end.outcome, end.error
@@ -367,7 +398,7 @@ class AsyncConsumer:
             limits=self._limits,
         )
         beat = await self._sqs.run(flow)
-        self.stats.add(beat.counts)
+        self._count(beat.counts)
         for level, text in beat.lines:
             log.log(level, "%s", text)
 

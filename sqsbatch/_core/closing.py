@@ -15,6 +15,7 @@ from sqsbatch._core.calls import BatchRun
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.entries import TwoPhase, settle_entries
 from sqsbatch._core.ledger import Action, ActionKind, Outcome, Verdict, actions_for
+from sqsbatch._core.metrics import reason_key
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.envelope import RETRIES_EXHAUSTED, DecodedMessage
 from sqsbatch.message import LazyView, MessageBatch, _Delivery
@@ -231,7 +232,8 @@ def tally(plan: Closing, first: BatchRun, second: BatchRun) -> dict[str, int]:
     """Counters for a settled batch, from what SQS accepted entry by entry.
 
     A message whose receipt had expired "may be redelivered": it is counted apart from real
-    failures, and neither is counted as settled.
+    failures, and neither is counted as settled. Dead letters are also counted by reason
+    (`dead_lettered:<reason>`, for the metrics).
     """
     counts = {name: 0 for name in _COUNTER.values()}
     counts |= {"batches": 1, "expired_receipts": 0, "settle_failures": 0}
@@ -243,6 +245,9 @@ def tally(plan: Closing, first: BatchRun, second: BatchRun) -> dict[str, int]:
             counts["settle_failures"] += 1
         elif index not in failed:
             counts[_COUNTER[kind]] += 1
+            if kind is ActionKind.DEAD_LETTER:
+                key = reason_key(plan.reasons.get(index, RETRIES_EXHAUSTED))
+                counts[key] = counts.get(key, 0) + 1
         elif all(failed[index]):
             counts["expired_receipts"] += 1
         else:

@@ -135,7 +135,7 @@ def settle_for_lambda(
     second phase deletes only what Lambda cannot (`lambda_event.report` decides which).
     A batch acked in bulk costs nothing: no call, nothing to report."""
     if closing.bulk_ack:
-        return Settled({}, [])
+        return Settled({"batches": 1, "acked": len(closing.kinds)}, [])
     plan = closing.entries
     first = yield from batch_calls(BatchRun(plan.first, limits=limits))
     sent = sent_keys(first)

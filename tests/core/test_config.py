@@ -22,6 +22,9 @@ DEFAULTS = {
     "max_message_age": None,
     "stall_seconds": None,  # three long polls plus visibility_timeout (docs/operations.md)
     "read_timeout_margin": 10.0,
+    "metrics": "off",  # "emf": CloudWatch Embedded Metric Format lines on stdout
+    "metrics_namespace": "sqsbatch",
+    "metrics_interval": 60.0,
 }
 
 
@@ -40,6 +43,14 @@ def test_defaults_are_cloudflare_s() -> None:
         ("max_concurrency", [1, 250], [0, 251], "1..250"),
         ("visibility_timeout", [1, 43200], [0, 43201], "1..43200"),
         ("handler_timeout", [0.1, 10_000], [0, -1], "> 0"),
+        ("metrics", ["off", "emf"], ["prometheus", "EMF", ""], "'off' or 'emf'"),
+        (
+            "metrics_namespace",
+            ["sqsbatch", "Orders/Prod-1", "a" * 255],
+            ["", "a b", "a" * 256],
+            "A-Z",
+        ),
+        ("metrics_interval", [0.5, 3600], [0, -1, 3601], "float"),
     ],
 )
 def test_bounds(setting: str, good: list[Any], bad: list[Any], accepted: str) -> None:

@@ -248,7 +248,7 @@ def test_settle_sends_the_requested_copy_before_deleting_it() -> None:
         ("send_message_batch", "orders-dlq", ["m0"]),
         ("delete_message_batch", "orders", ["m1", "m0"]),  # the acked, then the copied
     ]
-    assert result.counts == counts(acked=1, dead_lettered=1)
+    assert result.counts == counts(acked=1, dead_lettered=1, reasons={"requested": 1})
     sent = client.calls[0][1]["Entries"][0]["MessageAttributes"][ATTRIBUTE]["StringValue"]
     assert json.loads(sent)["dh"] == [{"r": "tenant gone", "q": "orders", "a": 1, "t": WALL}]
 

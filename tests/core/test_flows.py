@@ -184,8 +184,10 @@ COUNTS = {
 }
 
 
-def counts(**changes: int) -> dict[str, int]:
-    return COUNTS | changes
+def counts(*, reasons: dict[str, int] | None = None, **changes: int) -> dict[str, int]:
+    """A settled batch's counts; `reasons`: its dead letters by reason (for the metrics)."""
+    by_reason = {f"dead_lettered:{reason}": n for reason, n in (reasons or {}).items()}
+    return COUNTS | changes | by_reason
 
 
 # -- settle ------------------------------------------------------------------------------------
@@ -205,7 +207,9 @@ def test_settle_sends_and_hides_first_then_deletes_the_acked_and_the_copied() ->
         ("send_message_batch", "orders", ["m3"]),
         ("delete_message_batch", "orders", ["m0", "m2", "m3"]),
     ]
-    assert result == Settled(counts(acked=1, retried=2, dead_lettered=1), [])
+    assert result == Settled(
+        counts(acked=1, retried=2, dead_lettered=1, reasons={"retries_exhausted": 1}), []
+    )
     assert sleeps == []
     # And the entries say what each became
     hide = client.calls[0][1]["Entries"][0]
@@ -255,7 +259,9 @@ def test_a_copy_failed_by_sqs_is_sent_again_after_a_pause_then_deleted() -> None
     ]
     assert client.asked()[-1] == ("delete_message_batch", "orders", ["m0", "m2", "m3"])
     assert sleeps == [0.1]
-    assert result == Settled(counts(acked=1, retried=2, dead_lettered=1), [])
+    assert result == Settled(
+        counts(acked=1, retried=2, dead_lettered=1, reasons={"retries_exhausted": 1}), []
+    )
 
 
 def test_a_copy_that_fails_every_round_is_given_up_and_its_message_kept() -> None:
@@ -266,7 +272,9 @@ def test_a_copy_that_fails_every_round_is_given_up_and_its_message_kept() -> Non
     # three rounds, then given up: m3 (re-sent long retry) is never deleted
     assert sleeps == [0.1, 0.2]
     assert client.asked()[-1] == ("delete_message_batch", "orders", ["m0", "m2"])
-    assert result.counts == counts(acked=1, retried=1, dead_lettered=1, settle_failures=1)
+    assert result.counts == counts(
+        acked=1, retried=1, dead_lettered=1, settle_failures=1, reasons={"retries_exhausted": 1}
+    )
 
 
 def test_an_entry_missing_from_the_answer_is_never_taken_for_done() -> None:
@@ -372,7 +380,7 @@ def test_lambda_a_batch_acked_in_bulk_costs_no_call() -> None:
     client = ScriptedSqs()
     plan = closed(batch, Outcome.RAISED, acks_free=True)
     result, _ = drive(client, settle_for_lambda(plan, batch))
-    assert (client.calls, result) == ([], Settled({}, []))
+    assert (client.calls, result) == ([], Settled({"batches": 1, "acked": 3}, []))
 
 
 def test_lambda_reports_retries_and_refused_copies_and_deletes_nothing_itself() -> None:
@@ -390,7 +398,9 @@ def test_lambda_reports_retries_and_refused_copies_and_deletes_nothing_itself() 
         ("send_message_batch", "orders-dlq", ["m2", "m3"]),
     ]
     assert result.listed == [1, 3]
-    assert result.counts == counts(acked=1, retried=1, dead_lettered=1, settle_failures=1)
+    assert result.counts == counts(
+        acked=1, retried=1, dead_lettered=1, settle_failures=1, reasons={"retries_exhausted": 1}
+    )
 
 
 def test_lambda_on_fifo_deletes_an_ack_behind_a_failure_of_its_group_and_reports_it() -> None:

@@ -187,7 +187,12 @@ def test_receive_dead_letters_the_expired_and_the_invalid_and_delivers_the_rest(
         ("invalid_body", 0),
         ("expired", 0),
     ]
-    assert received.counts == {"received": 4, "dead_lettered": 3}
+    assert received.counts == {
+        "received": 4,
+        "dead_lettered": 3,
+        "dead_lettered:expired": 2,
+        "dead_lettered:invalid_body": 1,
+    }
     _, line = received.line
     assert "dead-lettered before the handler on orders: m1 (expired), m2 (invalid_body)" in line
 

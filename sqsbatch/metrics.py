@@ -1,0 +1,83 @@
+"""CloudWatch metrics as Embedded Metric Format lines on stdout: no API call, on Lambda and ECS.
+
+Off by default; on with the setting `metrics = "emf"` (`SQSBATCH_METRICS=emf`, or in
+`sqsbatch.toml`). What is counted and how it becomes a document is the core's
+(`sqsbatch._core.metrics`); this shell holds the window behind a lock, reads the clocks and
+writes the lines. The metric names and what to alert on: docs/operations.md.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import TextIO
+
+from sqsbatch._core.metrics import (
+    CONSUMER_METRICS,
+    BatchSample,
+    MetricsWindow,
+    emf_documents,
+)
+
+__all__ = ["EmfMetrics"]
+
+
+class EmfMetrics:
+    """The metrics of one queue (a consumer's, or a DLQ the redrive daemon drains).
+
+    `interval` None: `tick()` writes after every batch (Lambda); else at most once per interval.
+    `flush()` writes what is left (a stopping poller). Safe to use from any thread.
+    """
+
+    def __init__(
+        self,
+        queue: str,
+        *,
+        namespace: str = "sqsbatch",
+        interval: float | None = 60.0,
+        names: Mapping[str, str] = CONSUMER_METRICS,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        out: TextIO | None = None,
+    ) -> None:
+        self.queue = queue
+        self.namespace = namespace
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._out = out
+        self._lock = threading.Lock()
+        self._window = MetricsWindow(names, interval, opened_at=clock())
+
+    def add(self, counts: Mapping[str, int]) -> None:
+        """Counts a flow or a handler's end concluded (the same dicts `stats` adds up)."""
+        with self._lock:
+            self._window.add(counts)
+
+    def sample(self, sample: BatchSample) -> None:
+        with self._lock:
+            self._window.sample(sample)
+
+    def tick(self) -> None:
+        """Write the window when it is due."""
+        now = self._clock()
+        with self._lock:
+            if not self._window.due(now):
+                return
+        self.flush()
+
+    def flush(self) -> None:
+        """Write the window now, whatever it holds (zeros too)."""
+        with self._lock:  # held while writing: two threads' lines never interleave
+            snapshot = self._window.take(self._clock())
+            documents = emf_documents(
+                snapshot,
+                namespace=self.namespace,
+                dimensions={"QueueName": self.queue},
+                timestamp_ms=int(self._wall_clock() * 1000),
+            )
+            out = self._out if self._out is not None else sys.stdout
+            out.write("".join(json.dumps(doc, separators=(",", ":")) + "\n" for doc in documents))
+            out.flush()
