@@ -26,6 +26,7 @@ from redrive.policy import BackoffPolicy, JitterSource, jitter_random
 from redrive.reasons import Reasons
 from redrive.report import RedriveStats, event
 from sqsbatch._core.backoff import pause_seconds
+from sqsbatch._core.metrics import REDRIVE_METRICS
 from sqsbatch._core.shapes import is_transient, queue_name, receive_params
 from sqsbatch._sync.door import SyncSqs, default_client
 from sqsbatch.config import check_int
@@ -33,6 +34,7 @@ from sqsbatch.errors import ConfigError, QueueNotFound, SqsBatchError
 from sqsbatch.health import HealthFile
 from sqsbatch.lifecycle import graceful_signals
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
+from sqsbatch.metrics import EmfMetrics, check_metrics
 
 __all__ = ["Redriver", "dead_letter_sources", "execute", "only_source"]
 
@@ -49,6 +51,8 @@ class Redriver:
     seeds it from those two, so every replica computes the same due time. `run()` long-polls
     each DLQ in turn for `wait_seconds` split among them; a stop waits for the current poll.
     `health_file` is touched after every completed receive (docs/operations.md).
+    `metrics="emf"`: each DLQ's Moved, Hidden, Parked, Skipped and Failed as CloudWatch EMF
+    lines on stdout, every `metrics_interval` seconds (`sqsbatch.metrics`).
     """
 
     def __init__(
@@ -68,11 +72,15 @@ class Redriver:
         limits: SqsLimits = SQS_LIMITS,
         health_file: str | os.PathLike[str] | None = None,
         reasons: Iterable[str] | None = None,
+        metrics: str = "off",
+        metrics_namespace: str = "sqsbatch",
+        metrics_interval: float = 60.0,
     ) -> None:
         self.dlqs = [dlqs] if isinstance(dlqs, str) else list(dlqs)
         self.health_file = health_file
         _check_queues(self.dlqs, to, parking_queue)
         check_int("visibility_timeout", visibility_timeout, 1, 43_200)
+        check_metrics(metrics, metrics_namespace, metrics_interval)
         self.policy = policy if policy is not None else BackoffPolicy()
         self.to = to
         self.parking_queue = parking_queue
@@ -92,6 +100,17 @@ class Redriver:
         self._urls: dict[str, str] = {}
         self._sources: dict[str, tuple[str | None, float]] = {}
         self._verified: set[str] = set()  # DLQ URLs checked to be DLQs
+        self._metrics = {
+            dlq: EmfMetrics(
+                queue_name(dlq),
+                namespace=metrics_namespace,
+                interval=metrics_interval,
+                names=REDRIVE_METRICS,
+                clock=clock,
+                wall_clock=wall_clock,
+            )
+            for dlq in (self.dlqs if metrics == "emf" else [])
+        }
 
     @property
     def health_file(self) -> Path | None:
@@ -128,6 +147,10 @@ class Redriver:
                         break
                     self._wait_for_tokens()
                     failures = self._guarded_pass(dlq, poll, failures)
+                    for metrics in self._metrics.values():
+                        metrics.tick()
+        for metrics in self._metrics.values():
+            metrics.flush()
         event(logging.INFO, {"action": "stopped", **self.stats.as_dict()})
 
     def _guarded_pass(self, dlq: str, poll: int, failures: int) -> int:
@@ -158,6 +181,8 @@ class Redriver:
                 if not ids or ids <= seen:
                     break
                 seen |= ids
+        for metrics in self._metrics.values():
+            metrics.flush()
         return this_run
 
     # -- one pass --------------------------------------------------------------------------------
@@ -208,6 +233,8 @@ class Redriver:
         steps = self._steps(url, messages, received_at)
         handled = self._execute(dlq, url, steps)
         self.stats.add(handled)
+        if dlq in self._metrics:
+            self._metrics[dlq].add(handled)
         return handled, {m.message_id for m in messages}
 
     def _steps(self, dlq_url: str, messages: list[DlqMessage], received_at: float) -> list[Step]:

@@ -24,7 +24,15 @@ from pydantic_settings import (
 from redrive.daemon import Redriver
 from redrive.policy import BackoffPolicy
 from redrive.reasons import Reasons
-from sqsbatch.config import Count, Number, config_file, describe_error, read_toml
+from sqsbatch.config import (
+    Count,
+    MetricsMode,
+    MetricsNamespace,
+    Number,
+    config_file,
+    describe_error,
+    read_toml,
+)
 from sqsbatch.errors import ConfigError
 
 __all__ = ["RedriveSettings", "read_table"]
@@ -64,6 +72,10 @@ class RedriveSettings(BaseSettings):
     reasons: QueueList | None = None
     """Dead-letter reasons to bring back (`all` for every one); default: all but `expired`
     and `invalid_body`. `REDRIVE_REASONS=retries_exhausted,moved_by_sqs`."""
+    metrics: MetricsMode = "off"
+    """`emf`: each DLQ's counts as CloudWatch EMF lines on stdout (docs/operations.md)."""
+    metrics_namespace: MetricsNamespace = "sqsbatch"
+    metrics_interval: Number = Field(60.0, gt=0, le=3600)
 
     def __init__(self, **values: Any) -> None:
         try:
@@ -108,6 +120,9 @@ class RedriveSettings(BaseSettings):
             visibility_timeout=self.visibility_timeout,
             wait_seconds=self.wait_seconds,
             reasons=self.reasons,
+            metrics=self.metrics,
+            metrics_namespace=self.metrics_namespace,
+            metrics_interval=self.metrics_interval,
         )
 
 

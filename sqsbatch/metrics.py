@@ -9,6 +9,7 @@ writes the lines. The metric names and what to alert on: docs/operations.md.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 import time
@@ -21,8 +22,32 @@ from sqsbatch._core.metrics import (
     MetricsWindow,
     emf_documents,
 )
+from sqsbatch.config import METRICS_NAMESPACE_PATTERN
+from sqsbatch.errors import ConfigError
 
-__all__ = ["EmfMetrics"]
+__all__ = ["EmfMetrics", "check_metrics"]
+
+MAX_INTERVAL_SECONDS = 3600.0
+
+
+def check_metrics(mode: object, namespace: object, interval: object) -> None:
+    """The three metrics settings as `ConsumerConfig` checks them, for callers that take them
+    as plain arguments (`Redriver`): a one-line `ConfigError` naming the first bad one."""
+    if mode not in ("off", "emf"):
+        raise ConfigError(f"metrics={mode!r} is invalid: must be 'off' or 'emf'")
+    if not isinstance(namespace, str) or not re.fullmatch(METRICS_NAMESPACE_PATTERN, namespace):
+        raise ConfigError(
+            f"metrics_namespace={namespace!r} is invalid: must be 1 to 255 of the characters "
+            "A-Z a-z 0-9 . _ # : / -"
+        )
+    if (
+        isinstance(interval, bool)
+        or not isinstance(interval, int | float)
+        or not 0 < interval <= MAX_INTERVAL_SECONDS
+    ):
+        raise ConfigError(
+            f"metrics_interval={interval!r} is invalid: must be seconds > 0 and <= 3600"
+        )
 
 
 class EmfMetrics:

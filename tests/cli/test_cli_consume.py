@@ -12,6 +12,7 @@ from typer.testing import CliRunner, Result
 from sqsbatch import Producer, create_queue
 from sqsbatch.cli.app import app
 from sqsbatch.local import LocalSqs
+from tests.support.emf import check_lines, metric
 from tests.support.sqs_helpers import depth
 
 runner = CliRunner()
@@ -214,3 +215,36 @@ def test_a_missing_queue_is_one_line(local_sqs: LocalSqs, handlers: Path) -> Non
     result = consume(local_sqs, "cli_handlers:record", "-q", "no-such-queue", "--once")
     assert result.exit_code == 1
     assert result.stderr.strip().splitlines()[-1].startswith("error: queue does not exist")
+
+
+def test_metrics_on_from_the_environment_are_emf_lines_before_the_json_stats(
+    local_sqs: LocalSqs, sqs: Any, name: str, handlers: Path
+) -> None:
+    fill(sqs, name, 3)
+    env = {"SQSBATCH_METRICS": "emf", "SQSBATCH_METRICS_NAMESPACE": "Shop/Orders"}
+    args = ["cli_handlers:record", "-q", name, "--once", "--max-batch-timeout", "0.2", "--json"]
+    result = consume(local_sqs, *args, env=env)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    start = lines.index("{")  # the stats come last, indented; each metric line is one line
+    assert json.loads("\n".join(lines[start:]))["stats"]["acked"] == 3
+    documents = check_lines("\n".join(lines[:start]))
+    assert sum(metric(documents, "Acked", QueueName=name)) == 3
+    assert {d["_aws"]["CloudWatchMetrics"][0]["Namespace"] for d in documents} == {"Shop/Orders"}
+
+
+@pytest.mark.parametrize(
+    ("env", "words"),
+    [
+        ({"SQSBATCH_METRICS": "prometheus"}, ["metrics='prometheus'", "'off' or 'emf'"]),
+        ({"SQSBATCH_METRICS_NAMESPACE": "my metrics"}, ["metrics_namespace='my metrics'"]),
+        ({"SQSBATCH_METRICS_INTERVAL": "0"}, ["metrics_interval='0'", "> 0"]),
+    ],
+)
+def test_bad_metrics_settings_are_one_line_and_exit_1(
+    local_sqs: LocalSqs, name: str, handlers: Path, env: dict[str, str], words: list[str]
+) -> None:
+    result = consume(local_sqs, "cli_handlers:record", "-q", name, env=env)
+    assert result.exit_code == 1, result.output
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: ") and all(word in line for word in words), line
