@@ -11,14 +11,14 @@ from pathlib import Path
 from aws_cdk import App, Stack, Validations
 from cdk_nag import AwsSolutionsChecks
 
-from sqsbatch.cdk import LambdaConsumer, QueueAlarms, QueueWithDlq
+from sqsbatch.cdk import LambdaConsumer, QueueAlarms, QueueDashboard, QueueWithDlq
 from sqsbatch.config import ConsumerConfig
 
 HERE = Path(__file__).resolve().parent
 
 
 def build(app: App) -> Stack:
-    """One queue with its DLQ, a Lambda consumer and the alarms, from sqsbatch.toml."""
+    """One queue with its DLQ, a Lambda consumer, the alarms and a dashboard, from sqsbatch.toml."""
     stack = Stack(app, "my-orders-service")
     # The same settings the consumer reads: the queue cannot drift from them.
     config = ConsumerConfig.load("orders", HERE / "sqsbatch.toml")
@@ -43,6 +43,8 @@ def build(app: App) -> Stack:
         oldest_message_seconds=3 * 86_400,
         dead_letter=True,
     )
+    # Queue and DLQ depth and age; sqsbatch's own metrics too if the config turns them on.
+    QueueDashboard(stack, "OrdersDashboard", queues=orders, oldest_message_seconds=900)
     return stack
 
 

@@ -170,7 +170,7 @@ class QueueDashboard(Construct):
         outcomes = [consumer_metric(metrics, name, m) for m in OTHER_OUTCOMES]
         widgets: list[cloudwatch.IWidget] = [
             _graph("Dead-lettered by reason", by_reason, width=8),
-            _graph("Other outcomes", outcomes, width=8),
+            _graph("Batches and other outcomes", outcomes, width=8),
         ]
         if redrive is not None:
             dlq = self.queues.dead_letter.queue_name

@@ -14,7 +14,7 @@ from sqsbatch.cdk.settings import DEFAULT_REDRIVE_HEADROOM
 from sqsbatch.config import ConsumerConfig
 
 
-def test_own_app_builds_the_queue_consumer_and_alarms(tmp_path: Path) -> None:
+def test_own_app_builds_the_queue_consumer_alarms_and_dashboard(tmp_path: Path) -> None:
     app = App(outdir=str(tmp_path))
     stack = build(app)
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
@@ -38,3 +38,4 @@ def test_own_app_builds_the_queue_consumer_and_alarms(tmp_path: Path) -> None:
         {"BatchSize": config.max_batch_size, "FunctionResponseTypes": ["ReportBatchItemFailures"]},
     )
     template.resource_count_is("AWS::CloudWatch::Alarm", 3)
+    template.resource_count_is("AWS::CloudWatch::Dashboard", 1)
