@@ -171,17 +171,9 @@ class Metrics:
 
 def metrics_of(config: ConsumerConfig) -> Metrics | None:
     """The consumer's metrics settings, or None when `metrics` is off (the default)."""
-    mode = _plain(getattr(config, "metrics", "off"))
-    if mode == "off":
+    if config.metrics == "off":
         return None
-    namespace = _plain(getattr(config, "metrics_namespace", DEFAULT_METRICS_NAMESPACE))
-    interval = getattr(config, "metrics_interval", DEFAULT_METRICS_INTERVAL)
-    return Metrics(namespace=str(namespace), interval_seconds=float(interval))
-
-
-def _plain(value: object) -> object:
-    """An enum member's value, anything else as it is."""
-    return getattr(value, "value", value)
+    return Metrics(config.metrics_namespace, config.metrics_interval)
 
 
 def metrics_environment(metrics: Metrics | None, prefix: str) -> dict[str, str]:

@@ -35,8 +35,8 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from sqsbatch.cdk.rules import DEFAULT_METRICS_INTERVAL, DEFAULT_METRICS_NAMESPACE, shared_metrics
-from sqsbatch.config import ConsumerConfig, Number, load_file
+from sqsbatch.cdk.rules import shared_metrics
+from sqsbatch.config import ConsumerConfig, load_file
 from sqsbatch.errors import ConfigError
 
 __all__ = [
@@ -49,7 +49,6 @@ __all__ = [
     "QueuePlan",
     "QueueSettings",
     "RedriveSettings",
-    "consumer_config_class",
     "image_for",
     "load_plan",
     "parse_infra",
@@ -66,7 +65,6 @@ DEFAULT_REDRIVE_HEADROOM = 2
 # The MessageAge alarm's default: this much past what the settings make a message wait on
 # purpose (the queue's delivery delay and the consumer's retry delay).
 MESSAGE_AGE_MARGIN_SECONDS = 300
-_METRICS_NAMESPACE = r"^[a-zA-Z0-9._#:/-]+$"
 _SERVICE_PRINCIPAL = r"^[a-z0-9-]+(\.[a-z0-9-]+)*\.amazonaws\.com$"
 
 
@@ -209,25 +207,6 @@ class QueuePlan:
         return MESSAGE_AGE_MARGIN_SECONDS + self.infra.delivery_delay + self.config.retry_delay
 
 
-class _WithMetrics(ConsumerConfig):
-    """ConsumerConfig plus the metrics settings, for a `ConsumerConfig` that lacks them.
-
-    Same names, sources (`SQSBATCH_METRICS`, ..., the `[[queues.consumers]]` table) and bounds
-    as the consumer's; `consumer_config_class` uses ConsumerConfig itself once it has them.
-    """
-
-    metrics: Literal["off", "emf"] = "off"
-    metrics_namespace: str = Field(
-        default=DEFAULT_METRICS_NAMESPACE, min_length=1, max_length=255, pattern=_METRICS_NAMESPACE
-    )
-    metrics_interval: Number = Field(default=DEFAULT_METRICS_INTERVAL, gt=0, le=3600)
-
-
-def consumer_config_class() -> type[ConsumerConfig]:
-    """The class that reads a consumer's settings, metrics included."""
-    return ConsumerConfig if "metrics" in ConsumerConfig.model_fields else _WithMetrics
-
-
 @dataclass(frozen=True)
 class DeploymentPlan:
     """Everything the app deploys, checked as a whole."""
@@ -261,9 +240,7 @@ def load_plan(path: str | Path) -> DeploymentPlan:
     by_name = {q.queue: q for q in settings.queues}
     plans = tuple(
         QueuePlan(
-            name,
-            consumer_config_class().load(name, path),
-            by_name.get(name, QueueSettings(queue=name)),
+            name, ConsumerConfig.load(name, path), by_name.get(name, QueueSettings(queue=name))
         )
         for name in names
     )

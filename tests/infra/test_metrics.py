@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-from sqsbatch.cdk import load_plan
+from redrive.settings import RedriveSettings
+from sqsbatch._core.metrics import CONSUMER_METRICS, DEAD_LETTER_REASONS, REDRIVE_METRICS
+from sqsbatch.cdk import emf, load_plan
 from sqsbatch.cdk.dashboard import dashboard_name
 from sqsbatch.cdk.fargate import with_health_file
 from sqsbatch.cdk.settings import QueuePlan, QueueSettings
@@ -181,12 +183,36 @@ def test_the_environment_turns_the_consumers_metrics_on(
     monkeypatch.chdir(tmp_path)  # no sqsbatch.toml, as on Lambda
     for key, value in function["Properties"]["Environment"]["Variables"].items():
         monkeypatch.setenv(key, value)
-    if "metrics" not in ConsumerConfig.model_fields:
-        pytest.skip("ConsumerConfig has no metrics settings yet")
     config = ConsumerConfig.load("orders")
     expected = plan_of(metrics_synthesis, "orders").config
     for name in ("metrics", "metrics_namespace", "metrics_interval"):
         assert getattr(config, name) == getattr(expected, name)
+
+
+def test_the_daemons_environment_turns_its_metrics_on(
+    metrics_synthesis: Synthesis, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """What the deployed daemon on the shared DLQ reads back from its environment alone."""
+    monkeypatch.chdir(tmp_path)  # no sqsbatch.toml in the container
+    command = ["redrive", "run", "--dlq", "shared-dlq"]
+    for key, value in container_environment(metrics_synthesis, command).items():
+        monkeypatch.setenv(key, value)
+    settings = RedriveSettings(dlqs=["shared-dlq"])
+    assert (settings.metrics, settings.metrics_namespace, settings.metrics_interval) == (
+        "emf",
+        "sqsbatch",
+        90,
+    )
+
+
+def test_the_constructs_graph_every_metric_the_library_writes() -> None:
+    """The dashboard's lists and the library's names are the same: a count added to the core
+    without a graph fails here."""
+    graphed_counts = [*emf.THROUGHPUT, *emf.FAILURES, *emf.OTHER_OUTCOMES]
+    assert sorted(graphed_counts) == sorted(CONSUMER_METRICS.values())
+    assert set(emf.REDRIVE_COUNTS) == set(REDRIVE_METRICS.values())
+    assert tuple(DEAD_LETTER_REASONS) == emf.DEAD_LETTER_REASONS
+    assert sorted(COUNTS) == sorted([*emf.THROUGHPUT, *emf.FAILURES])
 
 
 def test_the_dashboard_graphs_the_consumers_metrics(metrics_synthesis: Synthesis) -> None:
