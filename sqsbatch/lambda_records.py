@@ -183,7 +183,8 @@ class RecordLedger(Ledger):
 class RecordMessage(Message):
     """A record as the handler's `Message`, one object per record. Its delivery (`_delivery`,
     what settlement and `Message`'s other properties and methods read) is made on first use,
-    so an all-acked batch makes none; `body`, `id` and `attempts` are read from the record.
+    so an all-acked batch makes none; `body`, `id`, `attempts` and `timestamp` are read from
+    the record.
 
     Sets `Message`'s slots itself (but `_delivery`), as `Message.__init__` would. Few slots,
     and none that holds what lies far away in memory (the record: its batch's ledger holds
@@ -230,6 +231,10 @@ class RecordMessage(Message):
     @property
     def attempts(self) -> int:
         return _attempts(self._record, self._envelope)
+
+    @property
+    def timestamp(self) -> datetime:
+        return _timestamp(self._record, self._envelope)
 
     @property
     def item_identifier(self) -> str:

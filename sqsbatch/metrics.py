@@ -8,7 +8,6 @@ writes the lines. The metric names and what to alert on: docs/operations.md.
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 import threading
@@ -19,8 +18,8 @@ from typing import TextIO
 from sqsbatch._core.metrics import (
     CONSUMER_METRICS,
     BatchSample,
+    EmfFormat,
     MetricsWindow,
-    emf_documents,
 )
 from sqsbatch.config import METRICS_NAMESPACE_PATTERN
 from sqsbatch.errors import ConfigError
@@ -75,6 +74,7 @@ class EmfMetrics:
         self._out = out
         self._lock = threading.Lock()
         self._window = MetricsWindow(names, interval, opened_at=clock())
+        self._format = EmfFormat(namespace, {"QueueName": queue})
 
     def add(self, counts: Mapping[str, int]) -> None:
         """Counts a flow or a handler's end concluded (the same dicts `stats` adds up)."""
@@ -97,12 +97,7 @@ class EmfMetrics:
         """Write the window now, whatever it holds (zeros too)."""
         with self._lock:  # held while writing: two threads' lines never interleave
             snapshot = self._window.take(self._clock())
-            documents = emf_documents(
-                snapshot,
-                namespace=self.namespace,
-                dimensions={"QueueName": self.queue},
-                timestamp_ms=int(self._wall_clock() * 1000),
-            )
+            lines = self._format.lines(snapshot, timestamp_ms=int(self._wall_clock() * 1000))
             out = self._out if self._out is not None else sys.stdout
-            out.write("".join(json.dumps(doc, separators=(",", ":")) + "\n" for doc in documents))
+            out.write("".join(line + "\n" for line in lines))
             out.flush()

@@ -3,8 +3,8 @@
 No I/O, no clock. Every front end hands over the core's own conclusions: the `counts` its flows
 and `handler_end` return (the same dicts `consumer.stats` adds up), and one `BatchSample` per
 handled batch. A `MetricsWindow` adds them up until `due(now)` (the pollers and the redrive
-daemon: every `metrics_interval`; Lambda: every batch), and `emf_documents` turns what it took
-into EMF documents, the JSON that CloudWatch Logs turns into metrics with no API call.
+daemon: every `metrics_interval`; Lambda: every batch), and `EmfFormat` turns what it took into
+EMF lines, the JSON that CloudWatch Logs turns into metrics with no API call.
 
 The format is the EMF specification written out here (about forty lines) rather than
 aws-embedded-metrics: importing that library imports aiohttp (about 0.17 s on a cold start) and
@@ -13,9 +13,9 @@ its logger flushes through asyncio; the tests check these documents with its val
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from sqsbatch.envelope import EXPIRED, INVALID_BODY, RETRIES_EXHAUSTED
 from sqsbatch.message import Message
@@ -29,10 +29,10 @@ __all__ = [
     "REASON_COUNT",
     "REDRIVE_METRICS",
     "BatchSample",
+    "EmfFormat",
     "MetricsWindow",
     "Snapshot",
     "batch_sample",
-    "emf_documents",
     "reason_key",
 ]
 
@@ -103,7 +103,7 @@ def batch_sample(
     messages: Sequence[Message], *, handler_seconds: float, wall_now: float
 ) -> BatchSample:
     """The sample of a batch whose handler ran `handler_seconds`, delivered at `wall_now`."""
-    oldest = min(message.timestamp.timestamp() for message in messages)
+    oldest = min(message.timestamp for message in messages).timestamp()
     return BatchSample(
         len(messages), round(handler_seconds * 1000, 3), round(max(0.0, wall_now - oldest) * 1000)
     )
@@ -161,25 +161,54 @@ class MetricsWindow:
         return snapshot
 
 
-def emf_documents(
-    snapshot: Snapshot, *, namespace: str, dimensions: Mapping[str, str], timestamp_ms: int
-) -> list[dict[str, Any]]:
-    """The snapshot as EMF documents: one for the counts and the first 100 values of each
-    distribution, one more per further 100 values, one per dead-letter reason (dimensions plus
-    `Reason`). Every document fits CloudWatch's limits (100 metrics, 100 values per metric)."""
-    counts = [(name, "Count", value) for name, value in snapshot.counts.items()]
-    chunks = list(_chunks(snapshot.values))
-    first = chunks[0] if chunks else []
-    documents = [
-        _document(part, namespace, dimensions, timestamp_ms) for part in _split([*counts, *first])
-    ]
-    documents += [_document(chunk, namespace, dimensions, timestamp_ms) for chunk in chunks[1:]]
-    for reason, value in sorted(snapshot.reasons.items()):
-        where = {**dimensions, "Reason": reason}
-        documents.append(
-            _document([("DeadLettered", "Count", value)], namespace, where, timestamp_ms)
-        )
-    return documents
+class EmfFormat:
+    """EMF lines for one namespace and dimension set (`QueueName`).
+
+    `lines(snapshot)`: one document for the counts and the first 100 values of each
+    distribution, one more per further 100 values, one per dead-letter reason (the dimensions
+    plus `Reason`); each within CloudWatch's limits (100 metrics, 100 values per metric). What
+    does not change from one line to the next (the directive, the dimensions) is serialized once.
+    """
+
+    def __init__(self, namespace: str, dimensions: Mapping[str, str]) -> None:
+        self.namespace = namespace
+        self.dimensions = dict(dimensions)
+        self._heads: dict[tuple[object, ...], str] = {}
+
+    def lines(self, snapshot: Snapshot, *, timestamp_ms: int) -> list[str]:
+        counts: list[Metric] = [(name, "Count", value) for name, value in snapshot.counts.items()]
+        chunks = list(_chunks(snapshot.values))
+        first = chunks[0] if chunks else []
+        where = self.dimensions
+        found = [self._line(part, where, timestamp_ms) for part in _split([*counts, *first])]
+        found += [self._line(chunk, where, timestamp_ms) for chunk in chunks[1:]]
+        for reason, value in sorted(snapshot.reasons.items()):
+            metric: Metric = ("DeadLettered", "Count", value)
+            found.append(self._line([metric], {**where, "Reason": reason}, timestamp_ms))
+        return found
+
+    def _line(self, metrics: Sequence[Metric], where: Mapping[str, str], timestamp_ms: int) -> str:
+        key = (*where.items(), *((name, unit) for name, unit, _ in metrics))
+        head = self._heads.get(key)
+        if head is None:
+            directive = {
+                "Namespace": self.namespace,
+                "Dimensions": [list(where)],
+                "Metrics": [{"Name": name, "Unit": unit} for name, unit, _ in metrics],
+            }
+            head = _compact({"CloudWatchMetrics": [directive]})[1:-1] + "}," + _compact(where)[1:-1]
+            if len(self._heads) < MAX_HEADS:
+                self._heads[key] = head
+        values = _compact({name: value for name, _, value in metrics})
+        return '{"_aws":{"Timestamp":' + str(int(timestamp_ms)) + "," + head + "," + values[1:]
+
+
+MAX_HEADS = 64
+"""Serialized heads kept per `EmfFormat` (a few: counts, spilled values, four reasons)."""
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"))
 
 
 Metric = tuple[str, str, float | list[float]]
@@ -199,19 +228,3 @@ def _chunks(values: Mapping[str, list[float]]) -> Iterable[list[Metric]]:
 def _split(metrics: list[Metric]) -> Iterable[list[Metric]]:
     for start in range(0, max(len(metrics), 1), MAX_METRICS_PER_DOCUMENT):
         yield metrics[start : start + MAX_METRICS_PER_DOCUMENT]
-
-
-def _document(
-    metrics: Sequence[Metric], namespace: str, dimensions: Mapping[str, str], timestamp_ms: int
-) -> dict[str, Any]:
-    directive = {
-        "Namespace": namespace,
-        "Dimensions": [list(dimensions)],
-        "Metrics": [{"Name": name, "Unit": unit} for name, unit, _ in metrics],
-    }
-    document: dict[str, Any] = {
-        "_aws": {"Timestamp": timestamp_ms, "CloudWatchMetrics": [directive]}
-    }
-    document |= dimensions
-    document |= {name: value for name, _, value in metrics}
-    return document

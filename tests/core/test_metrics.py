@@ -7,7 +7,6 @@ and AWS's own validators (aws-embedded-metrics).
 from __future__ import annotations
 
 import io
-import json
 from datetime import UTC, datetime
 
 import pytest
@@ -16,10 +15,10 @@ from sqsbatch._core.metrics import (
     CONSUMER_METRICS,
     REDRIVE_METRICS,
     BatchSample,
+    EmfFormat,
     MetricsWindow,
     Snapshot,
     batch_sample,
-    emf_documents,
     reason_key,
 )
 from sqsbatch.metrics import EmfMetrics
@@ -27,13 +26,8 @@ from tests.support.emf import check_line, metric, now_ms
 
 
 def documents_of(snapshot: Snapshot, **dimensions: str) -> list[dict[str, object]]:
-    found = emf_documents(
-        snapshot,
-        namespace="sqsbatch",
-        dimensions=dimensions or {"QueueName": "orders"},
-        timestamp_ms=now_ms(),
-    )
-    return [check_line(json.dumps(document)) for document in found]
+    emf = EmfFormat("sqsbatch", dimensions or {"QueueName": "orders"})
+    return [check_line(line) for line in emf.lines(snapshot, timestamp_ms=now_ms())]
 
 
 def test_the_window_adds_up_counts_by_metric_name_and_reasons_apart() -> None:
@@ -169,3 +163,17 @@ def test_emf_metrics_write_one_line_per_document_only_when_due() -> None:
     assert document["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "Shop/Orders"
     metrics.flush()  # a stopping poller writes what is left, zeros too
     assert len(out.getvalue().splitlines()) == 2
+
+
+def test_a_line_from_a_kept_head_is_the_line_a_fresh_format_writes() -> None:
+    kept = EmfFormat("sqsbatch", {"QueueName": "orders"})
+    for round_ in range(3):
+        window = MetricsWindow(CONSUMER_METRICS, interval=None, opened_at=0)
+        window.add({"received": round_, reason_key("expired"): round_ + 1})
+        if round_ != 1:  # a window without batches has other metrics: another head
+            window.sample(BatchSample(size=round_ + 1, handler_ms=1.5, oldest_age_ms=7))
+        snapshot = window.take(0)
+        fresh = EmfFormat("sqsbatch", {"QueueName": "orders"})
+        assert kept.lines(snapshot, timestamp_ms=5) == fresh.lines(snapshot, timestamp_ms=5)
+        for line in kept.lines(snapshot, timestamp_ms=now_ms()):
+            check_line(line)
