@@ -157,6 +157,10 @@ class MetricsAlarms(Construct):
             evaluation_periods=SUSTAINED_PERIODS,
             datapoints_to_alarm=SUSTAINED_DATAPOINTS,
             treat_missing_data=NOT_BREACHING,
+            # CloudWatch deems a p99 significant only from 1000 values a period (one per batch
+            # here); "ignore" below that would silence the alarm on most queues. Evaluated,
+            # a quiet period's p99 is close to its maximum, which is still the age to act on.
+            evaluate_low_sample_count_percentile="evaluate",
         )
         self.alarms.append(self.message_age)
         if topic is not None:

@@ -36,7 +36,7 @@ MAX = cloudwatch.Stats.MAXIMUM
 
 def dashboard_name(stack_name: str, queue_name: str) -> str:
     """`<stack>-<queue>`: dashboard names take letters, digits, `-` and `_` (no `.fifo` dot)."""
-    return f"{stack_name}-{queue_name}".replace(".", "-")[:255]
+    return f"{stack_name}-{queue_name}".replace(".", "-")  # at most 128 + 1 + 80 characters
 
 
 class QueueDashboard(Construct):

@@ -294,6 +294,7 @@ def test_alarms_watch_the_consumers_metrics(metrics_synthesis: Synthesis) -> Non
         assert alarm["AlarmActions"] == [TOPIC]
         if name == "MessageAge":
             assert alarm["ExtendedStatistic"] == "p99"
+            assert alarm["EvaluateLowSampleCountPercentile"] == "evaluate"
             assert "Statistic" not in alarm
         else:
             assert alarm["Statistic"] == "Sum"
@@ -325,6 +326,11 @@ def test_the_age_graph_marks_the_alarm_threshold(metrics_synthesis: Synthesis) -
 
 
 # Settings -------------------------------------------------------------------------------------
+
+
+def test_dashboard_names_take_no_dot() -> None:
+    assert dashboard_name("shop", "orders.fifo") == "shop-orders-fifo"
+    assert re.fullmatch(r"[A-Za-z0-9_-]+", dashboard_name("s" * 128, "q" * 75 + ".fifo"))
 
 
 def test_the_message_age_threshold_defaults_past_the_delays() -> None:
