@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from sqsbatch import ConsumerConfig, MessageBatch, Producer, create_queue, lambda_handler
+from sqsbatch.local import LocalSqs
 from tests.support.emf import check_lines, metric
-from tests.support.front_ends import FRONT_ENDS, EventSourceMapping, FrontEnd
+from tests.support.front_ends import FRONT_ENDS, EventSourceMapping, FrontEnd, load_example
 
 NAMESPACE = "Tests/sqsbatch"
 
@@ -113,3 +114,20 @@ def test_under_lambda_each_invocation_writes_its_batch(
     assert metric(documents, "Received", QueueName=name) == [len(messages)]
     assert metric(documents, "Acked", QueueName=name) == [len(messages)]
     assert metric(documents, "BatchSize", QueueName=name) == [len(messages)]
+
+
+def test_the_operations_page_example_writes_what_its_handler_did(
+    local_sqs: LocalSqs, name: str, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> None:
+    for key, value in local_sqs.environment().items():
+        monkeypatch.setenv(key, value)
+    sqs = local_sqs.client()
+    create_queue(name, dead_letter_queue=f"{name}-dlq", client=sqs)
+    bodies = [{"tenant": "t1"}, {"tenant": None}, {"tenant": "t2"}]
+    Producer(name, client=sqs).send_batch([{"body": body} for body in bodies])
+    capsys.readouterr()
+    load_example("metrics_emf").main(name, idle_seconds=1.5)
+    documents = check_lines(capsys.readouterr().out)
+    assert sum(metric(documents, "Acked", QueueName=name)) == 2
+    assert metric(documents, "DeadLettered", QueueName=name, Reason="requested") == [1]
+    assert {d["_aws"]["CloudWatchMetrics"][0]["Namespace"] for d in documents} == {"Shop/Orders"}
