@@ -110,59 +110,60 @@ class MetricsAlarms(Construct):
         topic: sns.ITopic | None = None,
     ) -> None:
         super().__init__(scope, id)
-
-        def any_in_a_period(name: str, description: str) -> cloudwatch.Alarm:
-            return cloudwatch.Alarm(
-                self,
-                name,
-                alarm_description=description,
-                metric=consumer_metric(metrics, queue_name, name),
-                threshold=0,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                evaluation_periods=1,
-                treat_missing_data=NOT_BREACHING,
-            )
-
-        self.handler_timeouts = any_in_a_period(
+        self.queue_name = queue_name
+        self.metrics = metrics
+        self.handler_timeouts = self._alarm(
             "HandlerTimeouts", f"A handler of {queue_name} ran past its handler_timeout"
         )
-        self.settle_failures = any_in_a_period(
+        self.settle_failures = self._alarm(
             "SettleFailures", f"Settling messages of {queue_name} failed: they may come back"
         )
         self.alarms = [self.handler_timeouts, self.settle_failures]
         self.receive_errors: cloudwatch.Alarm | None = None
         if receive_errors:
-            self.receive_errors = cloudwatch.Alarm(
-                self,
+            self.receive_errors = self._alarm(
                 "ReceiveErrors",
-                alarm_description=f"The consumer of {queue_name} keeps failing to receive",
-                metric=consumer_metric(metrics, queue_name, "ReceiveErrors"),
-                threshold=0,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                evaluation_periods=SUSTAINED_PERIODS,
-                datapoints_to_alarm=SUSTAINED_DATAPOINTS,
-                treat_missing_data=NOT_BREACHING,
+                f"The consumer of {queue_name} keeps failing to receive",
+                sustained=True,
             )
             self.alarms.append(self.receive_errors)
-        self.message_age = cloudwatch.Alarm(
-            self,
+        self.message_age = self._alarm(
             "MessageAge",
-            alarm_description=(
-                f"Messages of {queue_name} are older than {message_age_seconds} s when "
-                "delivered (p99): a backlog is building"
-            ),
-            metric=consumer_metric(metrics, queue_name, "MessageAge", statistic="p99"),
+            f"Messages of {queue_name} are older than {message_age_seconds} s when delivered "
+            "(p99): a backlog is building",
+            statistic="p99",
             threshold=message_age_seconds * 1000,  # the metric is in milliseconds
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=SUSTAINED_PERIODS,
-            datapoints_to_alarm=SUSTAINED_DATAPOINTS,
-            treat_missing_data=NOT_BREACHING,
-            # CloudWatch deems a p99 significant only from 1000 values a period (one per batch
-            # here); "ignore" below that would silence the alarm on most queues. Evaluated,
-            # a quiet period's p99 is close to its maximum, which is still the age to act on.
-            evaluate_low_sample_count_percentile="evaluate",
+            sustained=True,
         )
         self.alarms.append(self.message_age)
         if topic is not None:
             for alarm in self.alarms:
                 alarm.add_alarm_action(actions.SnsAction(topic))
+
+    def _alarm(
+        self,
+        name: str,
+        description: str,
+        *,
+        statistic: str = cloudwatch.Stats.SUM,
+        threshold: float = 0,
+        sustained: bool = False,
+    ) -> cloudwatch.Alarm:
+        """Metric `name` above `threshold`: in one period, or `sustained` in 3 of the last 5."""
+        periods, datapoints = (SUSTAINED_PERIODS, SUSTAINED_DATAPOINTS) if sustained else (1, 1)
+        percentile = statistic.startswith("p")
+        return cloudwatch.Alarm(
+            self,
+            name,
+            alarm_description=description,
+            metric=consumer_metric(self.metrics, self.queue_name, name, statistic=statistic),
+            threshold=threshold,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=periods,
+            datapoints_to_alarm=datapoints,
+            treat_missing_data=NOT_BREACHING,
+            # CloudWatch deems a p99 significant only from 1000 values a period (MessageAge has
+            # one per batch); "ignore" below that would silence the alarm on most queues.
+            # Evaluated, a quiet period's p99 is close to its maximum: still the age to act on.
+            evaluate_low_sample_count_percentile="evaluate" if percentile else None,
+        )

@@ -19,6 +19,7 @@ from sqsbatch._core.metrics import CONSUMER_METRICS, DEAD_LETTER_REASONS, REDRIV
 from sqsbatch.cdk import emf, load_plan
 from sqsbatch.cdk.dashboard import dashboard_name
 from sqsbatch.cdk.fargate import with_health_file
+from sqsbatch.cdk.rules import consumer_environment
 from sqsbatch.cdk.settings import QueuePlan, QueueSettings
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.errors import ConfigError
@@ -326,6 +327,17 @@ def test_the_age_graph_marks_the_alarm_threshold(metrics_synthesis: Synthesis) -
 
 
 # Settings -------------------------------------------------------------------------------------
+
+
+def test_the_environment_carries_metrics_only_when_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    values: dict[str, Any] = {"metrics": "emf", "metrics_namespace": "A/b", "metrics_interval": 30}
+    config = ConsumerConfig(dead_letter_queue="d", **values)
+    # Off: the namespace and interval do nothing, so no variable says anything about metrics.
+    off = ConsumerConfig(dead_letter_queue="d", metrics_namespace="A/b")
+    assert not [key for key in consumer_environment(off) if "METRICS" in key]
+    for key, value in consumer_environment(config).items():
+        monkeypatch.setenv(key, value)
+    assert ConsumerConfig() == config
 
 
 def test_dashboard_names_take_no_dot() -> None:
