@@ -19,11 +19,11 @@ from sqsbatch._core.metrics import CONSUMER_METRICS, DEAD_LETTER_REASONS, REDRIV
 from sqsbatch.cdk import emf, load_plan
 from sqsbatch.cdk.dashboard import dashboard_name
 from sqsbatch.cdk.fargate import with_health_file
-from sqsbatch.cdk.rules import consumer_environment
+from sqsbatch.cdk.rules import Metrics, consumer_environment, metrics_of
 from sqsbatch.cdk.settings import QueuePlan, QueueSettings
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.errors import ConfigError
-from tests.infra.conftest import METRICS_ON, TOPIC, Synthesis, resources
+from tests.infra.conftest import METRICS_ON, REPO, TOPIC, Synthesis, resources
 
 COUNTS = [
     "Received",
@@ -381,3 +381,17 @@ def test_a_redriven_dlq_needs_one_namespace(tmp_path: Path) -> None:
     path.write_text(METRICS_ON.replace('queue = "audit"', audit, 1))
     with pytest.raises(ConfigError, match=re.escape("send metrics to 'Audit' and 'sqsbatch'")):
         load_plan(path)
+
+
+def test_the_docs_example_turns_metrics_on(tmp_path: Path) -> None:
+    """The `toml` block of "Dashboard and alarms" (docs/dashboard.md, until it moves into
+    docs/operations.md) is a file the app accepts, and means what the text says."""
+    heading = "## Dashboard and alarms"
+    pages = [REPO / "docs" / "operations.md", REPO / "docs" / "dashboard.md"]
+    text = next(t for t in (p.read_text() for p in pages if p.exists()) if heading in t)
+    block = text.split(heading, 1)[1].split("```toml\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "sqsbatch.toml"
+    path.write_text(block)
+    (queue,) = load_plan(path).queues
+    assert metrics_of(queue.config) == Metrics("sqsbatch", 60)
+    assert queue.message_age_alarm_seconds == 600
