@@ -384,11 +384,10 @@ def test_a_redriven_dlq_needs_one_namespace(tmp_path: Path) -> None:
 
 
 def test_the_docs_example_turns_metrics_on(tmp_path: Path) -> None:
-    """The `toml` block of "Dashboard and alarms" (docs/dashboard.md, until it moves into
-    docs/operations.md) is a file the app accepts, and means what the text says."""
+    """The `toml` block of "Dashboard and alarms" in docs/operations.md is a file the app
+    accepts, and means what the text says."""
     heading = "## Dashboard and alarms"
-    pages = [REPO / "docs" / "operations.md", REPO / "docs" / "dashboard.md"]
-    text = next(t for t in (p.read_text() for p in pages if p.exists()) if heading in t)
+    text = (REPO / "docs" / "operations.md").read_text()
     block = text.split(heading, 1)[1].split("```toml\n", 1)[1].split("```", 1)[0]
     path = tmp_path / "sqsbatch.toml"
     path.write_text(block)
