@@ -12,6 +12,7 @@ from __future__ import annotations
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 
+from sqsbatch._core.metrics import DEAD_LETTER_REASONS, REDRIVE_METRICS
 from sqsbatch.cdk.rules import Metrics
 
 __all__ = [
@@ -34,10 +35,9 @@ FAILURES = (
 )
 OTHER_OUTCOMES = ("Batches", "Postponed", "LeftToRedrivePolicy", "Dropped")
 """Counts (unit Count): the outcomes of every received message, and what went wrong."""
-DEAD_LETTER_REASONS = ("retries_exhausted", "expired", "invalid_body", "requested")
-"""The `Reason` dimension of `DeadLettered`."""
-REDRIVE_COUNTS = ("Moved", "Hidden", "Parked", "Skipped", "Failed")
-"""The redrive daemon's counts, with `QueueName` = the DLQ it drains."""
+REDRIVE_COUNTS = tuple(dict.fromkeys(REDRIVE_METRICS.values()))
+"""The redrive daemon's counts, with `QueueName` = the DLQ it drains (the `Reason` values of
+`DeadLettered` are the library's `DEAD_LETTER_REASONS`, imported here)."""
 # Distributions, one value per batch: BatchSize (Count), HandlerDuration and MessageAge
 # (Milliseconds; MessageAge is the batch's oldest message's age at delivery).
 
