@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, cast, overload
 
+from sqsbatch import tracing
 from sqsbatch._async.flavour import AsyncBatchHandler
 from sqsbatch._core.closing import close_batch, handler_end
 from sqsbatch._core.context import QueueContext
@@ -124,7 +125,11 @@ class LambdaAdapter:
         else:  # the hot path: one object per record, read lazily
             batch = record_batch(queue.name, parsed, arrival, hops, split.early)
         if batch.messages:
-            listed += self._process(sqs, batch, queue, _remaining(context))
+            trace = tracing.start(batch)  # the batch's span, current until `end()`
+            try:
+                listed += self._process(sqs, batch, queue, _remaining(context), trace)
+            finally:
+                trace.end()
         return _response(listed)
 
     def close(self) -> None:
@@ -169,15 +174,21 @@ class LambdaAdapter:
         return screened.live
 
     def _process(
-        self, sqs: SyncSqs, batch: MessageBatch, queue: QueueContext, remaining: float | None
+        self,
+        sqs: SyncSqs,
+        batch: MessageBatch,
+        queue: QueueContext,
+        remaining: float | None,
+        trace: tracing.BatchTrace,
     ) -> list[str]:
         budget = handler_budget(queue.config.handler_timeout, remaining)
         outcome, error = self._supervise(batch, queue.config, budget)
+        trace.ended(outcome, error)
         now, wall_now = self._clock(), self._wall_clock()
         closing = close_batch(
             batch, outcome, error, queue, now=now, wall_now=wall_now, acks_free=True
         )
-        settled = sqs.run(settle_for_lambda(closing, batch, self._limits))
+        settled = sqs.run(trace.calls(settle_for_lambda(closing, batch, self._limits)))
         for level, text in settled.lines:
             log.log(level, "%s", text)
         return [_identifier(batch.messages[index]) for index in settled.listed]
