@@ -10,17 +10,20 @@ format) and current while the handler runs; the batch calls that settle it are i
 Nothing here imports OpenTelemetry unless the application already did: without the extra, or
 with it installed but never imported, `opentelemetry.trace` is not in `sys.modules`, and every
 call is a look at that dict (an application that sets up the SDK has imported it). With the API
-imported but no SDK's tracer provider set, a batch costs one `get_tracer_provider()`: the
-decision is made once per batch (`start`), and an untraced batch's `OFF` does nothing at all.
+imported but no tracer provider set, a batch costs a look at the API's global (its private
+`_TRACER_PROVIDER`, read with a fallback to `get_tracer_provider()`, which also reads the
+environment, 3 us): the decision is made once per batch (`start`), and an untraced batch's
+`OFF` does nothing at all.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqsbatch._core.flows import Flow, Request
 from sqsbatch._core.ledger import Outcome
@@ -81,10 +84,11 @@ OFF = BatchTrace()
 def start(batch: MessageBatch) -> BatchTrace:
     """The trace of `batch`, its span current from now until `end()`; `OFF` unless an SDK's
     tracer provider is set (decided here, once per batch)."""
-    if _API not in sys.modules:
+    api = sys.modules.get(_API)
+    if api is None:
         return OFF
     try:
-        tracer = _tracer()
+        tracer = _tracer(api)
         return OFF if tracer is None else _Traced(tracer, batch)
     except Exception:  # a bug of ours, or of the SDK: the batch goes on untraced
         log.exception("tracing a batch of %s failed; it goes on untraced", batch.queue)
@@ -92,15 +96,19 @@ def start(batch: MessageBatch) -> BatchTrace:
 
 
 _cached: tuple[TracerProvider, Tracer] | None = None
+_by_environment: bool | None = None
+"""Whether `OTEL_PYTHON_TRACER_PROVIDER` names a provider to load (read once)."""
 
 
-def _tracer() -> Tracer | None:
+def _tracer(api: Any) -> Tracer | None:
     """sqsbatch's tracer from the global provider; None while that is no real one."""
-    global _cached  # noqa: PLW0603 - one tracer per provider, replaced when the provider is
-    from opentelemetry import trace  # noqa: PLC0415
-
-    provider = trace.get_tracer_provider()
-    if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
+    global _cached, _by_environment  # noqa: PLW0603 - one tracer per provider, read once
+    if _by_environment is None:
+        _by_environment = api.OTEL_PYTHON_TRACER_PROVIDER in os.environ
+    if getattr(api, "_TRACER_PROVIDER", api) is None and not _by_environment:
+        return None  # none set: one lookup, where get_tracer_provider() reads the environment
+    provider = api.get_tracer_provider()
+    if isinstance(provider, api.ProxyTracerProvider | api.NoOpTracerProvider):
         return None
     cached = _cached
     if cached is None or cached[0] is not provider:

@@ -1,6 +1,7 @@
 """Without the `otel` extra nothing changes and nothing of OpenTelemetry is imported; with the
-API but no SDK, every batch is untraced (`tracing.OFF`). Each case in a process of its own
-(`tests/support/untraced.py`): this one has the SDK set up by the other trace tests."""
+API but no SDK, every batch is untraced (`tracing.OFF`), unless the environment names a
+provider. Each case in a process of its own (`tests/support/untraced.py`): this one has the SDK
+set up by the other trace tests."""
 
 from __future__ import annotations
 
@@ -53,3 +54,12 @@ def test_with_the_api_but_no_sdk_every_batch_is_untraced(local_sqs: LocalSqs) ->
     assert result["handled"] == EVERY_FRONT_END
     assert result["off"] is True
     assert "opentelemetry.trace" in result["imported"]  # type: ignore[operator]
+
+
+def test_a_provider_named_only_in_the_environment_is_used(local_sqs: LocalSqs) -> None:
+    # Given the SDK's provider named in OTEL_PYTHON_TRACER_PROVIDER, never set in code
+    # When both producers send and every front end consumes
+    result = untraced("environment", local_sqs)
+    # Then every message was handled, and batches are traced
+    assert result["handled"] == EVERY_FRONT_END
+    assert result["off"] is False

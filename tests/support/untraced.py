@@ -4,6 +4,7 @@ installed but never imported, or imported with no SDK: `python -m tests.support.
 
 `missing`: a meta-path finder refuses every `opentelemetry` import, as if the extra were not
 installed. `unused`: nothing is done about it. `idle`: the API is imported, no provider is set.
+`environment`: the provider is named in `OTEL_PYTHON_TRACER_PROVIDER` only (batches are traced).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import importlib.abc
 import json
+import os
 import sys
 import uuid
 from collections.abc import Sequence
@@ -35,7 +37,9 @@ class Missing(importlib.abc.MetaPathFinder):
 def main(mode: str) -> dict[str, Any]:
     if mode == "missing":
         sys.meta_path.insert(0, Missing())
-    elif mode == "idle":
+    elif mode in ("idle", "environment"):
+        if mode == "environment":
+            os.environ["OTEL_PYTHON_TRACER_PROVIDER"] = "sdk_tracer_provider"
         import opentelemetry.trace  # noqa: F401, PLC0415
 
     # Imported here, after the finder is in place: as a process without the extra would.
