@@ -18,12 +18,25 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
 from redrive import BackoffPolicy, Redriver
-from sqsbatch import AsyncProducer, ConsumerConfig, MessageBatch, Producer, create_queue
+from sqsbatch import (
+    AsyncProducer,
+    ConsumerConfig,
+    MessageBatch,
+    Producer,
+    create_queue,
+    lambda_handler,
+)
 from sqsbatch._core.flows import Flow, Pause, Request
 from sqsbatch.envelope import Envelope, decode
 from sqsbatch.errors import SqsError
 from sqsbatch.tracing import MAX_LINKS, start
-from tests.support.front_ends import FRONT_ENDS, FrontEnd, aio_client
+from tests.support.front_ends import (
+    FRONT_ENDS,
+    EventSourceMapping,
+    FrontEnd,
+    aio_client,
+    run_async,
+)
 from tests.support.spans import Spans, installed
 from tests.support.sqs_helpers import drain
 
@@ -195,23 +208,39 @@ def test_what_the_handler_sends_is_a_child_of_the_batch_span(
     assert envelope_of(sent).traceparent == traceparent(batch.context)
 
 
-@pytest.mark.parametrize(
-    "front_end", [f for f in FRONT_ENDS if f.name in ("sync", "lambda")], ids=lambda f: f.name
-)
+def run_slow_handler(front_end: str, queue: str, sqs: Any, config: ConsumerConfig) -> None:
+    """A handler that sleeps 1 s, on `front_end`: a sync one on its thread (which runs on,
+    unwaited), an `async def` one that the front end cancels."""
+    if front_end in ("sync", "lambda"):
+        [runner] = [f for f in FRONT_ENDS if f.name == front_end]
+        runner.consume(queue, lambda batch: time.sleep(1.0), config, sqs, idle_seconds=0.5)
+        return
+
+    async def handler(batch: MessageBatch) -> None:
+        await asyncio.sleep(1.0)
+
+    if front_end == "async":
+        run_async(queue, handler, config, sqs, idle_seconds=0.5)
+        return
+    function = lambda_handler(config=config, client=sqs)(handler)
+    try:
+        mapping = EventSourceMapping(sqs, queue, window=config.max_batch_timeout)
+        mapping.run_until_idle(function, idle_seconds=0.5)
+    finally:
+        function.close()
+
+
+@pytest.mark.parametrize("front_end", [f.name for f in FRONT_ENDS])
 def test_a_handler_past_its_timeout_is_an_error(
-    front_end: FrontEnd, sqs: Any, name: str, spans: Spans
+    front_end: str, sqs: Any, name: str, spans: Spans
 ) -> None:
-    # Given a handler slower than its handler_timeout (on a thread: it runs on, unwaited)
+    # Given a handler slower than its handler_timeout
     create_queue(name, client=sqs)
     Producer(name, client=sqs).send("slow")
 
-    def handler(batch: MessageBatch) -> None:
-        time.sleep(1.0)
-        batch.ack_all()
-
     # When a front end handles the message
     config = ConsumerConfig(max_batch_timeout=0.2, handler_timeout=0.3, max_retries=0)
-    front_end.consume(name, handler, config, sqs, idle_seconds=0.5)
+    run_slow_handler(front_end, name, sqs, config)
 
     # Then its batch span is an error that says so
     batch = the_batch_span(spans, name)
