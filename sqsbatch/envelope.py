@@ -172,6 +172,9 @@ class Envelope:
     """The producer's deadline (sent time + `ttl_seconds`)."""
     dead_count: int = 0
     """How many times sqsbatch dead-lettered it in all (the history keeps the last 10)."""
+    traceparent: str | None = None
+    tracestate: str | None = None
+    """The W3C trace context of the producer's span (`sqsbatch.tracing`); kept by re-sends."""
 
     def to_attribute(self) -> AttributeValue:
         data: dict[str, Any] = {"v": VERSION, "ct": self.content_type}
@@ -186,6 +189,8 @@ class Envelope:
             "dh": [death.to_data() for death in self.deaths] or None,
             "exp": self.expires_at,
             "dc": self.dead_count or None,
+            "tp": self.traceparent,
+            "tst": self.tracestate,
         }
         data.update({key: value for key, value in optional.items() if value is not None})
         return {"DataType": "String", "StringValue": json.dumps(data, separators=(",", ":"))}
@@ -226,6 +231,8 @@ class Envelope:
             deaths=deaths,
             expires_at=_epoch(data.get("exp")),
             dead_count=int(data.get("dc", len(deaths))),
+            traceparent=_text(data.get("tp")),
+            tracestate=_text(data.get("tst")),
         )
 
     def died(self, death: Death) -> Envelope:
@@ -262,6 +269,8 @@ class DecodedMessage:
     raw_body: str
     raw_attributes: dict[str, AttributeValue] = field(repr=False)
     group_id: str | None = None
+    trace_header: str | None = None
+    """SQS's `AWSTraceHeader` system attribute (X-Ray), when the sender had one."""
 
 
 def encode_body(body: object, content_type: ContentType | None = None) -> tuple[str, ContentType]:
@@ -415,6 +424,7 @@ def decode(raw: Mapping[str, Any], *, base_attempts_override: int | None = None)
         raw_body=body_text,
         raw_attributes=attributes,
         group_id=system.get("MessageGroupId"),
+        trace_header=system.get("AWSTraceHeader"),
     )
 
 
@@ -432,6 +442,11 @@ def carry(message: DecodedMessage) -> Envelope:
 
 def _optional(kind: type[T], value: object) -> T | None:
     return None if value is None else kind(value)  # type: ignore[call-arg]
+
+
+def _text(value: object) -> str | None:
+    """A str as it is; anything else (a corrupt trace context) as missing."""
+    return value if isinstance(value, str) else None
 
 
 _LAST_EPOCH = 253_402_300_799.0

@@ -9,6 +9,7 @@ waiting at the deadline and settle; such a thread cannot be killed and runs on, 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import os
 import queue
@@ -75,16 +76,20 @@ class HandlerThread:
     The threads are kept for the next batch (`_Worker`): starting one costs about 90 us of CPU,
     handing a call to a waiting one about a third of that. A handler that never returns keeps
     its thread; the next batch gets another.
+
+    The handler runs in a copy of the caller's context (`contextvars`), as an asyncio task
+    does: what the caller made current (the batch's span, `sqsbatch.tracing`) is current there.
     """
 
     def __init__(self, handler: Callable[[Any], object], batch: object) -> None:
         self.done = threading.Event()
         self._failure: list[BaseException] = []
         worker = _take()
+        context = contextvars.copy_context()
 
         def call_handler() -> None:
             try:
-                handler(batch)
+                context.run(handler, batch)
             except BaseException as exc:  # any failure, SystemExit too, fails the batch
                 self._failure.append(exc)
             finally:

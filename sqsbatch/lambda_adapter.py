@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, cast, overload
 
+from sqsbatch import tracing
 from sqsbatch._async.flavour import AsyncBatchHandler
 from sqsbatch._core.closing import close_batch, handler_end
 from sqsbatch._core.context import QueueContext
@@ -137,7 +138,13 @@ class LambdaAdapter:
         else:  # the hot path: one object per record, read lazily
             batch = record_batch(queue.name, parsed, arrival, hops, split.early)
         if batch.messages:
-            listed += self._process(sqs, batch, queue, _remaining(context), metrics)
+            trace = tracing.start(batch)  # the batch's span, current until `end()`
+            try:
+                listed += self._process(
+                    sqs, batch, queue, _remaining(context), metrics=metrics, trace=trace
+                )
+            finally:
+                trace.end()
         if metrics is not None:
             metrics.add({"received": len(parsed.records) + len(parsed.set_aside)})
             metrics.flush()
@@ -196,16 +203,19 @@ class LambdaAdapter:
         batch: MessageBatch,
         queue: QueueContext,
         remaining: float | None,
+        *,
         metrics: EmfMetrics | None,
+        trace: tracing.BatchTrace,
     ) -> list[str]:
         budget = handler_budget(queue.config.handler_timeout, remaining)
         started, delivered_at = self._clock(), self._wall_clock()
         outcome, error = self._supervise(batch, queue.config, budget, metrics)
+        trace.ended(outcome, error)
         now, wall_now = self._clock(), self._wall_clock()
         closing = close_batch(
             batch, outcome, error, queue, now=now, wall_now=wall_now, acks_free=True
         )
-        settled = sqs.run(settle_for_lambda(closing, batch, self._limits))
+        settled = sqs.run(trace.calls(settle_for_lambda(closing, batch, self._limits)))
         if metrics is not None:
             metrics.add(settled.counts)
             ran = now - started

@@ -119,6 +119,14 @@ class RecordDelivery(_Delivery):
     def expires_at(self) -> float | None:
         return self._envelope.expires_at
 
+    def trace_headers(self) -> tuple[Envelope, str | None]:
+        return self._envelope, _trace_header(self.record)
+
+
+def _trace_header(record: Mapping[str, Any]) -> str | None:
+    header = record["attributes"].get("AWSTraceHeader")
+    return header if isinstance(header, str) else None
+
 
 def _message_id(record: Mapping[str, Any], envelope: Envelope) -> str:
     return envelope.id or str(record["messageId"])
@@ -240,6 +248,10 @@ class RecordMessage(Message):
     def item_identifier(self) -> str:
         """SQS's message id: what `batchItemFailures` names."""
         return str(self._record["messageId"])
+
+    def _trace_headers(self) -> tuple[Envelope, str | None]:
+        """As `Message`'s, read from the record: no delivery is made."""
+        return self._envelope, _trace_header(self._record)
 
 
 class EnvelopedMessage(RecordMessage):

@@ -10,7 +10,7 @@ from itertools import repeat
 from typing import Any, TypeVar, overload
 
 from sqsbatch._core.ledger import Ledger, Settled, Verdict
-from sqsbatch.envelope import Death, DecodedMessage, UserAttribute, check_reason
+from sqsbatch.envelope import Death, DecodedMessage, Envelope, UserAttribute, check_reason
 from sqsbatch.errors import MessageError
 
 T = TypeVar("T")
@@ -101,6 +101,12 @@ class _Delivery:
         """The producer's deadline, wall-clock epoch seconds (None: it has none)."""
         return self.decoded.envelope.expires_at
 
+    def trace_headers(self) -> tuple[Envelope, str | None]:
+        """Its envelope (the producer's W3C trace context) and SQS's `AWSTraceHeader`: what
+        `sqsbatch.tracing` links a batch's span to."""
+        decoded = self.decoded
+        return decoded.envelope, decoded.trace_header
+
     def validated(self, body: Any) -> None:
         """`body_model` validated the body: the handler sees `body` (re-sends keep the raw)."""
         self._decoded = replace(self.decoded, body=body)
@@ -157,6 +163,9 @@ class Message:
         """The producer's deadline (`ttl_seconds`), aware UTC; None when it has none."""
         deadline = self._delivery.expires_at
         return None if deadline is None else datetime.fromtimestamp(deadline, UTC)
+
+    def _trace_headers(self) -> tuple[Envelope, str | None]:
+        return self._delivery.trace_headers()
 
     def ack(self) -> None:
         """Done with this message: it will be deleted, whatever happens to the rest."""

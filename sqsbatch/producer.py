@@ -3,7 +3,8 @@
 Delay precedence: per-message > batch-level > the producer's `delivery_delay` > the queue's
 `DelaySeconds`; an explicit 0 overrides every default. `ttl_seconds` (a deadline: past it the
 consumer dead-letters the message as `expired`) follows the same precedence, without a queue
-default. Delays past SQS's 900 s travel in hops.
+default. Delays past SQS's 900 s travel in hops. The current trace context goes in the
+`sqsbatch` attribute (`sqsbatch.tracing.outgoing`), for the consumer's span to link to.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from sqsbatch.envelope import ContentType, Envelope, SendAttribute, encode_attri
 from sqsbatch.errors import FifoError, MessageError, SendError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import check_delay
+from sqsbatch.tracing import outgoing
 
 __all__ = [
     "MAX_SEND_BATCH",
@@ -101,11 +103,14 @@ class SendPlan:
         self.size = len(checked)
         self.needs_content_dedup = fifo and any(r.deduplication_id is None for r in checked)
         self._entries: list[Entry] = []
+        traceparent, tracestate = outgoing()  # the sender's span, for the consumer's link
         for index, request in enumerate(checked):
             own = check_delay("delay_seconds", request.delay_seconds)
             delay = _first_given(own, batch_delay, default_delay)
             body, content_type = encode_body(request.body, request.content_type)
-            envelope = Envelope(content_type=content_type)
+            envelope = Envelope(
+                content_type=content_type, traceparent=traceparent, tracestate=tracestate
+            )
             ttl = _first_given(
                 check_ttl("ttl_seconds", request.ttl_seconds), batch_ttl, default_ttl
             )

@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from sqsbatch import tracing
 from sqsbatch._async.door import AsyncSqs
 from sqsbatch._async.flavour import (
     HANDLER_IS_ASYNC,
@@ -339,11 +340,13 @@ class AsyncConsumer:
     async def _process(self, deliveries: list[_Delivery]) -> None:
         context = self._require_context()
         batch = MessageBatch(context.name, deliveries)
+        trace = tracing.start(batch)
         try:
             outcome, error = await self._supervise(batch)
+            trace.ended(outcome, error)
             now, wall_now = self._clock(), self._wall_clock()
             closing = close_batch(batch, outcome, error, context, now=now, wall_now=wall_now)
-            settled = await self._sqs.run(settle(closing, batch, self._limits))
+            settled = await self._sqs.run(trace.calls(settle(closing, batch, self._limits)))
             self._count(settled.counts)
             for level, text in settled.lines:
                 log.log(level, "%s", text)
@@ -351,6 +354,7 @@ class AsyncConsumer:
             log.exception("settling a batch of %s failed", self.queue)
         finally:
             self._last_activity = self._clock()
+            trace.end()
 
     async def _supervise(self, batch: MessageBatch) -> tuple[Outcome, BaseException | None]:
         """Run the handler; keep its messages hidden while it runs; give up at the timeout."""

@@ -31,6 +31,7 @@ RECEIVE_SYSTEM_ATTRIBUTES = [
     "MessageGroupId",
     "MessageDeduplicationId",
     "DeadLetterQueueSourceArn",
+    "AWSTraceHeader",  # an X-Ray-traced producer's context: the batch span links to it
 ]
 _PERMANENT = frozenset({"AccessDenied", "AccessDeniedException", "InvalidAddress", "InvalidAction"})
 _RECEIPT_LIKE = re.compile(r"[A-Za-z0-9+/=_-]{96,}")

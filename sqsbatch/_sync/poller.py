@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from sqsbatch import tracing
 from sqsbatch._core.batching import BatchWindow
 from sqsbatch._core.closing import close_batch, handler_end
 from sqsbatch._core.context import QueueContext
@@ -339,11 +340,13 @@ class Consumer:
     def _process(self, deliveries: list[_Delivery]) -> None:
         context = self._require_context()
         batch = MessageBatch(context.name, deliveries)
+        trace = tracing.start(batch)
         try:
             outcome, error = self._supervise(batch)
+            trace.ended(outcome, error)
             now, wall_now = self._clock(), self._wall_clock()
             closing = close_batch(batch, outcome, error, context, now=now, wall_now=wall_now)
-            settled = self._sqs.run(settle(closing, batch, self._limits))
+            settled = self._sqs.run(trace.calls(settle(closing, batch, self._limits)))
             self._count(settled.counts)
             for level, text in settled.lines:
                 log.log(level, "%s", text)
@@ -351,6 +354,7 @@ class Consumer:
             log.exception("settling a batch of %s failed", self.queue)
         finally:
             self._last_activity = self._clock()
+            trace.end()
 
     def _supervise(self, batch: MessageBatch) -> tuple[Outcome, BaseException | None]:
         """Run the handler; keep its messages hidden while it runs; give up at the timeout."""

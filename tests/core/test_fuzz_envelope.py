@@ -13,7 +13,7 @@ from sqsbatch.errors import MessageError
 from tests.support.fuzzing import FUZZ, values
 
 # Envelopes as sqsbatch writes them, each field possibly of the wrong type or out of range.
-FIELDS = ("id", "ts", "ct", "a", "rd", "q", "err", "due", "exp", "dc", "dh")
+FIELDS = ("id", "ts", "ct", "a", "rd", "q", "err", "due", "exp", "dc", "dh", "tp", "tst")
 death = st.fixed_dictionaries(
     {"r": values, "q": values, "a": values, "t": values},
     optional={"et": values, "em": values},

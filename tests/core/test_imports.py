@@ -14,6 +14,7 @@ import pytest
 import sqsbatch
 
 BANNED = {"boto3", "aioboto3", "botocore", "aiobotocore", "threading", "asyncio", "time", "random"}
+BANNED |= {"opentelemetry"}  # traces are a shell's business (sqsbatch.tracing), and optional
 PACKAGE = Path(sqsbatch.__file__).parent
 CORE = sorted((PACKAGE / "_core").glob("*.py"))
 
@@ -59,7 +60,13 @@ def test_no_core_module_imports_io_threads_clocks_or_randomness(path: Path) -> N
 
 
 def test_the_core_imports_no_shell() -> None:
-    shells = ("sqsbatch._sync", "sqsbatch._async", "sqsbatch._botocore", "sqsbatch.cli")
+    shells = (
+        "sqsbatch._sync",
+        "sqsbatch._async",
+        "sqsbatch._botocore",
+        "sqsbatch.cli",
+        "sqsbatch.tracing",
+    )
     for path in reached_from_core():
         wrong = {m for m in imports(path) if m.startswith(shells)}
         assert not wrong, f"{path.relative_to(PACKAGE)} imports {sorted(wrong)}"
