@@ -248,9 +248,6 @@ def death_reason(envelope: Envelope) -> str:
         return MOVED_BY_SQS
     return envelope.deaths[-1].reason
 
-    def failed(self, exc_type: str, message: str, *, at: float) -> Envelope:
-        return replace(self, error=ErrorInfo(exc_type, message[:MAX_ERROR_CHARS], at))
-
 
 FOREIGN = Envelope(content_type="text")
 """The envelope of a message with no sqsbatch attribute: its body is text."""
