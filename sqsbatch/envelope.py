@@ -23,6 +23,7 @@ from typing import Any, Literal, TypedDict, TypeVar
 
 from pydantic import BaseModel
 
+from sqsbatch._core.trace_headers import xray_traceparent
 from sqsbatch.errors import MessageError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 
@@ -433,8 +434,16 @@ def read_envelope(raw: str) -> Envelope | None:
 
 
 def carry(message: DecodedMessage) -> Envelope:
-    """The envelope a re-sent copy of `message` carries: its id and timestamp, kept."""
-    return replace(message.envelope, id=message.id, timestamp=message.timestamp.timestamp())
+    """The envelope a re-sent copy of `message` carries: its id, timestamp and producer's trace
+    context kept (a foreign message's X-Ray `AWSTraceHeader` becomes its `traceparent`: SQS
+    sets that header only on what an X-Ray-traced producer sent, not on our copy)."""
+    envelope = message.envelope
+    traceparent = envelope.traceparent
+    if traceparent is None and message.trace_header is not None:
+        traceparent = xray_traceparent(message.trace_header)
+    return replace(
+        envelope, id=message.id, timestamp=message.timestamp.timestamp(), traceparent=traceparent
+    )
 
 
 def _optional(kind: type[T], value: object) -> T | None:

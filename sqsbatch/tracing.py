@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from sqsbatch._core.flows import Flow, Request
 from sqsbatch._core.ledger import Outcome
 from sqsbatch._core.shapes import queue_name
+from sqsbatch._core.trace_headers import xray_ids
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -44,8 +44,6 @@ MAX_LINKS = 128
 """Links per batch span at most (distinct producer spans; the SDK keeps 128 by default)."""
 SYSTEM = "aws_sqs"
 _API = "opentelemetry.trace"
-_XRAY_ROOT = re.compile(r"^1-([0-9a-fA-F]{8})-([0-9a-fA-F]{24})$")
-_XRAY_SPAN = re.compile(r"^[0-9a-fA-F]{16}$")
 
 
 def outgoing() -> tuple[str | None, str | None]:
@@ -274,24 +272,3 @@ def _producer(
     trace_id, span_id, sampled = ids
     flags = trace.TraceFlags(trace.TraceFlags.SAMPLED if sampled else trace.TraceFlags.DEFAULT)
     return trace.SpanContext(trace_id, span_id, is_remote=True, trace_flags=flags)
-
-
-def xray_ids(header: str) -> tuple[int, int, bool] | None:
-    """(trace id, span id, sampled) of an X-Ray trace header as W3C reads them, or None.
-
-    `Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1`: the trace id
-    is the root's two hex parts joined (`5759e988bd862e3fe1be46a994272793`), the span id the
-    parent's. A header without a parent (or with a zero id) names no span to link to.
-    """
-    fields: dict[str, str] = {}
-    for part in header.split(";"):
-        key, _, value = part.strip().partition("=")
-        fields[key.strip()] = value.strip()
-    root = _XRAY_ROOT.match(fields.get("Root", ""))
-    parent = fields.get("Parent", "")
-    if root is None or not _XRAY_SPAN.match(parent):
-        return None
-    trace_id, span_id = int(root[1] + root[2], 16), int(parent, 16)
-    if not trace_id or not span_id:
-        return None
-    return trace_id, span_id, fields.get("Sampled") == "1"

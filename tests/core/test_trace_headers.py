@@ -8,8 +8,8 @@ import json
 import pytest
 
 from sqsbatch._core.shapes import RECEIVE_SYSTEM_ATTRIBUTES, receive_params
-from sqsbatch.envelope import ATTRIBUTE, Envelope, decode
-from sqsbatch.tracing import xray_ids
+from sqsbatch._core.trace_headers import xray_ids, xray_traceparent
+from sqsbatch.envelope import ATTRIBUTE, Envelope, carry, decode
 
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
@@ -94,3 +94,23 @@ def test_the_x_ray_header_is_read_with_the_message() -> None:
     header = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
     assert decode(received(None, AWSTraceHeader=header)).trace_header == header
     assert decode(received(None)).trace_header is None
+
+
+def test_an_x_ray_header_writes_as_the_traceparent_of_the_span_it_names() -> None:
+    header = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+    assert xray_traceparent(header) == "00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01"
+    unsampled = header.replace("Sampled=1", "Sampled=0")
+    assert xray_traceparent(unsampled) == "00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-00"
+    assert xray_traceparent("Root=1-5759e988-bd862e3fe1be46a994272793") is None
+
+
+def test_a_re_sent_copy_keeps_its_producer_s_x_ray_context_in_the_attribute() -> None:
+    header = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+    foreign = decode(received(None, AWSTraceHeader=header))
+    assert carry(foreign).traceparent == "00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01"
+    # a context of sqsbatch's own wins over the header (the producer put it there)
+    ours = decode(
+        received(json.dumps({"v": 1, "ct": "json", "tp": TRACEPARENT}), AWSTraceHeader=header)
+    )
+    assert carry(ours).traceparent == TRACEPARENT
+    assert carry(decode(received(None))).traceparent is None
