@@ -16,8 +16,8 @@ from sqsbatch._core.context import QueueContext
 from sqsbatch._core.entries import TwoPhase, settle_entries
 from sqsbatch._core.ledger import Action, ActionKind, Outcome, Verdict, actions_for
 from sqsbatch.config import ConsumerConfig
-from sqsbatch.envelope import RETRIES_EXHAUSTED, DecodedMessage
-from sqsbatch.message import LazyView, MessageBatch, _Delivery
+from sqsbatch.envelope import RETRIES_EXHAUSTED
+from sqsbatch.message import MessageBatch
 
 __all__ = [
     "Closing",
@@ -140,7 +140,7 @@ def plan_closing(
 ) -> Closing:
     """The closing of `batch` for `actions`: its entries, and what each message became."""
     plan = settle_entries(
-        LazyView(batch._deliveries, _pair),
+        batch._deliveries,
         actions,
         queue_url=context.url,
         queue=batch.queue,
@@ -159,10 +159,6 @@ def plan_closing(
 
 
 _DEATHS = (ActionKind.DEAD_LETTER, ActionKind.DROP, ActionKind.LEAVE)
-
-
-def _pair(delivery: _Delivery) -> tuple[DecodedMessage, str]:
-    return delivery.decoded, delivery.receipt_handle
 
 
 _COUNTER = {

@@ -29,6 +29,7 @@ from sqsbatch.envelope import (
 )
 from sqsbatch.errors import FifoError, MessageError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
+from sqsbatch.message import _Delivery
 
 __all__ = [
     "Outbound",
@@ -145,7 +146,7 @@ class TwoPhase:
 
 
 def settle_entries(
-    messages: Sequence[tuple[DecodedMessage, str]],
+    messages: Sequence[_Delivery],
     actions: Sequence[Action],
     *,
     queue_url: str,
@@ -155,20 +156,24 @@ def settle_entries(
     fifo: bool = False,
     limits: SqsLimits = SQS_LIMITS,
 ) -> TwoPhase:
-    """Entries for settling `messages` (decoded, receipt handle) as `actions` say."""
+    """Entries for settling `messages` as `actions` say. A message's full decoding is read
+    only for a copy: a visibility change or a delete needs its receipt handle alone (a
+    Lambda record is decoded only when read)."""
     plan = TwoPhase([], [], {})
     for action in actions:
-        message, receipt = messages[action.index]
+        message = messages[action.index]
+        receipt = message.receipt_handle
         i = action.index
-        delete = Entry(f"d{i}", "delete_message_batch", queue_url, {"ReceiptHandle": receipt})
         if action.kind in (ActionKind.HIDE, ActionKind.LEAVE):
             params = {"ReceiptHandle": receipt, "VisibilityTimeout": action.delay_seconds}
             plan.first.append(Entry(f"h{i}", "change_message_visibility_batch", queue_url, params))
-        elif action.kind in (ActionKind.DELETE, ActionKind.DROP):
+            continue
+        delete = Entry(f"d{i}", "delete_message_batch", queue_url, {"ReceiptHandle": receipt})
+        if action.kind in (ActionKind.DELETE, ActionKind.DROP):
             plan.always_delete.append(delete)
         else:
             to_dlq, copy = _copy_for(
-                action, message, queue=queue, wall_now=wall_now, fifo=fifo, limits=limits
+                action, message.decoded, queue=queue, wall_now=wall_now, fifo=fifo, limits=limits
             )
             if to_dlq:
                 assert dlq_url is not None, "DEAD_LETTER is only decided with a DLQ"
