@@ -36,6 +36,7 @@ __all__ = [
     "TwoPhase",
     "copy_of",
     "dead_envelope",
+    "delete_entries",
     "hop_delay",
     "is_premature",
     "postpone_entries",
@@ -180,6 +181,15 @@ def settle_entries(
             target = dlq_url if to_dlq and dlq_url is not None else queue_url
             _add_send(plan, i, send_entry_or_reason(f"s{i}", target, copy, fifo, limits), delete)
     return plan
+
+
+def delete_entries(messages: Sequence[_Delivery], *, queue_url: str) -> list[Entry]:
+    """The delete entries of a batch acked as a whole, as `settle_entries` makes them."""
+    op = "delete_message_batch"
+    return [
+        Entry(f"d{i}", op, queue_url, {"ReceiptHandle": message.receipt_handle})
+        for i, message in enumerate(messages)
+    ]
 
 
 def postpone_entries(
