@@ -18,12 +18,18 @@ Each run fills a fresh queue with `--messages` messages directly (not through th
 timed), then drains it through the proxy with a handler that does nothing:
 - loop: a hand-written boto3 loop: ReceiveMessage of 10 (the attributes the pollers ask for,
   WaitTimeSeconds 1), then DeleteMessageBatch of what it got; sequential.
+- boto3 threads at each `--concurrency` N: N threads, each that loop, on one boto3 client with
+  N connections: a well-written parallel hand loop, the ceiling of this machine to read the
+  pollers' figures against (the client, the local SQS and the proxy share its CPUs).
 - Consumer / AsyncConsumer at each `--concurrency` N: `ConsumerConfig(max_concurrency=N,
   max_batch_size=10, max_batch_timeout=0)`, a client with `client_config(max_pool_connections=
   2N+2)`, `run_until_idle(1)`; the handler calls `stop()` once every message was handled.
 msg/s: messages over the time from the start of the drain to the end of the last handler call
+(vs threads: to the parallel hand loop with as many threads as the poller's max_concurrency)
 (the last batch's delete is not in it; the poller's start, GetQueueUrl and GetQueueAttributes,
 is). Requests: everything the proxy saw from the start of the drain until the consumer returned.
+Client CPU: `time.process_time()` of this process (every thread) over the drain, per message
+(client creation included; the local SQS and the proxy are other processes).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import argparse
 import asyncio
 import json
 import statistics
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -120,6 +127,41 @@ def drain_loop(endpoint: str, queue: str, count: int, concurrency: int) -> Tally
     return tally
 
 
+def drain_parallel_loop(endpoint: str, queue: str, count: int, concurrency: int) -> Tally:
+    """N threads, each the loop above (receive 10, handle, delete them), on one boto3 client
+    (boto3 clients are thread-safe) with a connection per thread: what a well-written parallel
+    hand loop reaches on this machine, the ceiling to read the pollers' figures against."""
+    config = client_config(max_pool_connections=concurrency)
+    client = boto3.session.Session().client("sqs", **credentials(endpoint), config=config)
+    tally = Tally(count)
+    url = client.get_queue_url(QueueName=queue)["QueueUrl"]
+
+    def work() -> None:
+        while len(tally.seen) < count:
+            messages = client.receive_message(
+                QueueUrl=url,
+                MaxNumberOfMessages=10,
+                WaitTimeSeconds=1,
+                MessageSystemAttributeNames=RECEIVE_SYSTEM_ATTRIBUTES,
+                MessageAttributeNames=["All"],
+            ).get("Messages", [])
+            if not messages:
+                return
+            for message in messages:
+                tally.handle(message["Body"])
+            entries = [
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
+            ]
+            client.delete_message_batch(QueueUrl=url, Entries=entries)
+
+    threads = [threading.Thread(target=work) for _ in range(concurrency)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return tally
+
+
 def consumer_config(concurrency: int) -> ConsumerConfig:
     return ConsumerConfig(max_concurrency=concurrency, max_batch_size=10, max_batch_timeout=0)
 
@@ -170,11 +212,16 @@ class Run:
     concurrency: int | None
     rates: list[float] = field(default_factory=list)
     requests: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
 
 
 def runs(concurrencies: list[int]) -> list[tuple[Run, Drain]]:
     found: list[tuple[Run, Drain]] = [(Run("boto3 loop", None), drain_loop)]
-    for name, drain in (("Consumer", drain_threads), ("AsyncConsumer", drain_tasks)):
+    for name, drain in (
+        ("boto3 threads", drain_parallel_loop),
+        ("Consumer", drain_threads),
+        ("AsyncConsumer", drain_tasks),
+    ):
         found += [(Run(name, n), drain) for n in concurrencies]
     return found
 
@@ -187,16 +234,19 @@ def measure(args: argparse.Namespace, server: str, proxy: str, counter: Any) -> 
         for index, (run, drain) in enumerate(table):
             queue = f"bench-latency-{stamp}-{round_}-{index}"
             fill(filler, queue, args.messages)
-            before = counter.value
+            before, cpu = counter.value, time.process_time()
             tally = drain(proxy, queue, args.messages, run.concurrency or 1)
+            cpu = time.process_time() - cpu
             requests = counter.value - before
             handled = len(tally.seen)
             assert handled == args.messages, f"{run.name}: {handled} of {args.messages} handled"
             run.rates.append(handled / (tally.last - tally.started))
             run.requests.append(requests / handled)
+            run.cpu.append(cpu / handled * 1e6)
             print(
                 f"  round {round_ + 1}: {run.name} {run.concurrency or '-'}: "
-                f"{run.rates[-1]:.0f} msg/s, {run.requests[-1]:.3f} requests/msg",
+                f"{run.rates[-1]:.0f} msg/s, {run.requests[-1]:.3f} requests/msg, "
+                f"client CPU {run.cpu[-1]:.0f} us/msg",
                 flush=True,
             )
     return [run for run, _ in table]
@@ -208,12 +258,19 @@ def report(table: list[Run], args: argparse.Namespace) -> None:
         f"\n{args.messages} messages a drain, {args.delay_ms:g} ms added to every request, "
         f"median of {args.rounds} round(s)"
     )
-    print(f"  {'':14} {'max_concurrency':>15} {'msg/s':>7} {'vs loop':>8} {'requests/msg':>13}")
+    parallel = [run for run in table if run.name == "boto3 threads"]
+    threads = {run.concurrency: statistics.median(run.rates) for run in parallel}
+    print(
+        f"  {'':14} {'max_concurrency':>15} {'msg/s':>7} {'vs loop':>8} {'vs threads':>10} "
+        f"{'requests/msg':>13} {'client CPU us/msg':>17}"
+    )
     for run in table:
         rate = statistics.median(run.rates)
+        ceiling = threads.get(run.concurrency)
+        versus = f"{rate / ceiling:10.2f}" if ceiling else f"{'-':>10}"
         print(
             f"  {run.name:14} {run.concurrency or '-':>15} {rate:7.0f} {rate / loop:8.2f} "
-            f"{statistics.median(run.requests):13.3f}"
+            f"{versus} {statistics.median(run.requests):13.3f} {statistics.median(run.cpu):17.0f}"
         )
 
 

@@ -15,14 +15,20 @@ body (a body sqsbatch's Producer sent as JSON is decoded by sqsbatch itself) and
 
 - loop: a hand-written boto3 loop asking SQS for what the pollers ask for: ReceiveMessage of 10
   (`MessageSystemAttributeNames` = `sqsbatch._core.shapes.RECEIVE_SYSTEM_ATTRIBUTES`,
-  `MessageAttributeNames=["All"]`, WaitTimeSeconds 1), handle, DeleteMessageBatch.
+  `MessageAttributeNames=["All"]`, WaitTimeSeconds 1), handle, DeleteMessageBatch. Its client
+  has the pollers' `Config` (`sqsbatch._botocore.client_config()`: botocore's standard retry
+  mode), so that the ratios compare the same botocore work; "loop, legacy" is the same loop on
+  botocore's default client (legacy retry mode, a little cheaper per call), printed beside.
+- aioboto3 loop: the same loop written for aioboto3, the async flavour's own baseline
+  (aiobotocore costs more CPU per call than botocore).
 - Consumer / AsyncConsumer: `ConsumerConfig(max_batch_size=10, max_batch_timeout=0,
   max_concurrency=N)`, `run_until_idle(1)`; the handler calls `stop()` once every message is
   handled, so no idle tail is timed. Their start (GetQueueUrl, GetQueueAttributes) is counted;
   building the client (boto3 or aiobotocore, entered once) is not.
 
 Printed per contender: client CPU us/message (min and median over rounds), its ratio to the
-loop's, messages/s (from the start of a drain to the end of the last handler call), requests
+loop's of its flavour (boto3 for Consumer, aioboto3 for AsyncConsumer; both also against the
+boto3 loops), messages/s (from the start of a drain to the end of the last handler call), requests
 per message (botocore's `before-send`, retries included) and the local SQS's CPU per message
 (the child's utime+stime from /proc; moto's cost, not the client's).
 """
@@ -43,6 +49,7 @@ from typing import Any
 import aioboto3
 import boto3
 from _local import Server, command, local_sqs
+from botocore.config import Config
 
 from sqsbatch import AsyncConsumer, Consumer, ConsumerConfig, MessageBatch, Producer
 from sqsbatch._botocore import client_config
@@ -121,6 +128,8 @@ class Tally:
 
 class Contender:
     name = ""
+    baseline = "boto3 loop"
+    """The loop its "vs loop" ratio divides by: the hand-written loop of its own flavour."""
 
     def __init__(self, server: Server, concurrency: int) -> None:
         self.server = server
@@ -152,12 +161,21 @@ class Contender:
 
 
 class Loop(Contender):
+    """The loop on a client configured as the pollers' (`client_config()`: botocore's standard
+    retry mode): what the ratios compare with."""
+
     name = "boto3 loop"
 
     def __init__(self, server: Server, concurrency: int) -> None:
         super().__init__(server, concurrency)
-        self.client = boto3.session.Session().client("sqs", **credentials(server.endpoint))
+        self.client = boto3.session.Session().client(
+            "sqs", **credentials(server.endpoint), config=self.config()
+        )
         self.counts = count_requests(self.client)
+
+    @staticmethod
+    def config() -> Config | None:
+        return client_config()
 
     def requests(self) -> int:
         return sum(self.counts.values())
@@ -182,6 +200,17 @@ class Loop(Contender):
                 {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
             ]
             client.delete_message_batch(QueueUrl=url, Entries=entries)
+
+
+class LegacyLoop(Loop):
+    """The same loop on botocore's default client (its legacy retry mode): what a loop written
+    without a `Config` gets. Its standard-mode twin costs 5-8 % more CPU per call here."""
+
+    name = "loop, legacy"
+
+    @staticmethod
+    def config() -> Config | None:
+        return None
 
 
 def consumer_config(concurrency: int) -> ConsumerConfig:
@@ -217,8 +246,58 @@ class Threads(Contender):
         consumers[0].run_until_idle(1.0)
 
 
+class AsyncLoop(Contender):
+    """The same loop written for aioboto3 (the pollers' `Config`): the async flavour's own
+    baseline, as aiobotocore costs more CPU per call than botocore."""
+
+    name = "aioboto3 loop"
+
+    def __init__(self, server: Server, concurrency: int) -> None:
+        super().__init__(server, concurrency)
+        self.runner = asyncio.Runner()
+        self.stack = AsyncExitStack()
+        client = aioboto3.Session().client(
+            "sqs", **credentials(server.endpoint), config=client_config()
+        )
+        self.client = self.runner.run(self.stack.enter_async_context(client))
+        self.counts = count_requests(self.client)
+
+    def requests(self) -> int:
+        return sum(self.counts.values())
+
+    def drain(self, queue: str, tally: Tally) -> None:
+        self.runner.run(self._drain(queue, tally))
+
+    async def _drain(self, queue: str, tally: Tally) -> None:
+        client = self.client
+        url = (await client.get_queue_url(QueueName=queue))["QueueUrl"]
+        done = False
+        while not done:
+            answer = await client.receive_message(
+                QueueUrl=url,
+                MaxNumberOfMessages=10,
+                WaitTimeSeconds=1,
+                MessageSystemAttributeNames=RECEIVE_SYSTEM_ATTRIBUTES,
+                MessageAttributeNames=["All"],
+            )
+            messages = answer.get("Messages", [])
+            if not messages:
+                break
+            for message in messages:
+                done = tally.handle(message["Body"])
+            entries = [
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
+            ]
+            await client.delete_message_batch(QueueUrl=url, Entries=entries)
+
+    def close(self) -> None:
+        self.runner.run(self.stack.aclose())
+        self.runner.close()
+
+
 class Tasks(Contender):
     name = "AsyncConsumer"
+    baseline = "aioboto3 loop"
 
     def __init__(self, server: Server, concurrency: int) -> None:
         super().__init__(server, concurrency)
@@ -254,13 +333,13 @@ class Tasks(Contender):
 
 
 def run(server: Server, args: argparse.Namespace, concurrency: int) -> list[Contender]:
-    kinds: list[Callable[[Server, int], Contender]] = [Loop, Threads, Tasks]
+    kinds: list[Callable[[Server, int], Contender]] = [Loop, Threads, AsyncLoop, Tasks, LegacyLoop]
     contenders = [kind(server, concurrency) for kind in kinds]
     filler = boto3.session.Session().client("sqs", **credentials(server.endpoint))
     stamp = time.monotonic_ns()
     try:
         for contender in contenders:  # warm-up: first-use costs, connections
-            queue = f"bench-warm-{stamp}-{contender.name.replace(' ', '-')}"
+            queue = f"bench-warm-{stamp}-{contender.name.replace(' ', '-').replace(',', '')}"
             fill(filler, queue, args.warmup, args.bodies)
             contender.measure(queue, args.warmup)
         for round_ in range(args.rounds):
@@ -276,7 +355,12 @@ def run(server: Server, args: argparse.Namespace, concurrency: int) -> list[Cont
 
 
 def report(contenders: list[Contender], messages: int, concurrency: int) -> None:
-    print(f"\nmax_concurrency {concurrency} (the loop is sequential), {messages} messages a drain")
+    print(f"\nmax_concurrency {concurrency} (loops are sequential), {messages} messages a drain")
+    print(
+        "  every client has sqsbatch's client_config (botocore's standard retry mode) but "
+        "'loop, legacy' (botocore's default Config, legacy mode); vs loop: to the loop of the "
+        "same flavour (boto3 or aioboto3)"
+    )
     print(
         f"  {'':14} {'client CPU us/msg':>17} {'vs loop':>13} {'msg/s':>7} "
         f"{'requests':>9} {'server CPU':>11}"
@@ -284,18 +368,25 @@ def report(contenders: list[Contender], messages: int, concurrency: int) -> None
     units = ("min", "median", "min", "median", "median", "/msg", "us/msg")
     widths = (7, 9, 6, 6, 7, 9, 11)
     print(f"  {'':14} " + " ".join(f"{u:>{w}}" for u, w in zip(units, widths, strict=True)))
-    loop = cpu_per_message(contenders[0], messages)
+    cpu = {c.name: cpu_per_message(c, messages) for c in contenders}
     for contender in contenders:
-        cpu = cpu_per_message(contender, messages)
+        mine, loop = cpu[contender.name], cpu[contender.baseline]
+        ratio = statistics.median(mine) / statistics.median(loop)
         runs = contender.runs
         rate = statistics.median(messages / d.seconds for d in runs)
         requests = statistics.median(d.requests / messages for d in runs)
         server = statistics.median(d.server_cpu / messages * 1e6 for d in runs)
         print(
-            f"  {contender.name:14} {min(cpu):7.1f} {statistics.median(cpu):9.1f} "
-            f"{min(cpu) / min(loop):6.2f} {statistics.median(cpu) / statistics.median(loop):6.2f} "
+            f"  {contender.name:14} {min(mine):7.1f} {statistics.median(mine):9.1f} "
+            f"{min(mine) / min(loop):6.2f} {ratio:6.2f} "
             f"{rate:7.0f} {requests:9.3f} {server:11.0f}"
         )
+    for base in ("boto3 loop", "loop, legacy"):
+        against = ", ".join(
+            f"{name} {statistics.median(cpu[name]) / statistics.median(cpu[base]):.2f}"
+            for name in ("Consumer", "AsyncConsumer")
+        )
+        print(f"  vs {base} (median): {against}")
 
 
 def cpu_per_message(contender: Contender, messages: int) -> list[float]:

@@ -157,17 +157,21 @@ def _well_formed(records: list[Any]) -> tuple[str, bool] | None:
     for record in records:
         attributes = record["attributes"]
         count, sent = attributes["ApproximateReceiveCount"], attributes["SentTimestamp"]
+        message_id, handle = record["messageId"], record["receiptHandle"]
         if not (
             record["eventSource"] == "aws:sqs"
             and record["eventSourceARN"] == arn
-            # non-empty strings (`str`'s own methods raise a TypeError for anything else)
-            and _str_len(record["messageId"])
-            and _str_len(record["receiptHandle"])
+            # non-empty strings (a type test and a truth test: cheaper than a call)
+            and type(message_id) is str
+            and message_id
+            and type(handle) is str
+            and handle
             and type(record["body"]) is str
-            # as numbers: a count int() reads, an epoch in ms that a datetime holds
-            and _str_isdecimal(count)
+            # as numbers: a count int() reads, an epoch in ms that a datetime holds (a method
+            # call on anything but a string raises the AttributeError caught above)
+            and count.isdecimal()
             and len(count) < _MAX_DIGITS
-            and _str_isdecimal(sent)
+            and sent.isdecimal()
             and len(sent) < _MAX_DIGITS
         ):
             return None
@@ -176,8 +180,6 @@ def _well_formed(records: list[Any]) -> tuple[str, bool] | None:
     return arn, plain
 
 
-_str_len = str.__len__
-_str_isdecimal = str.isdecimal
 _GET_ATTRIBUTES = itemgetter("attributes")
 _GET_FIRST = itemgetter("ApproximateFirstReceiveTimestamp")
 

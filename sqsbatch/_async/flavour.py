@@ -126,9 +126,13 @@ class Flag:
         return self._event.is_set()
 
     async def wait(self, timeout: float) -> bool:
-        """Wait until set, or `timeout` seconds; whether it is set."""
+        """Wait until set, or `timeout` seconds; whether it is set. (`asyncio.timeout`, not
+        `wait_for`: no task of its own per wait, which the loop does twice a batch.)"""
+        if self._event.is_set():
+            return True
         with suppress(TimeoutError):
-            await asyncio.wait_for(self._event.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._event.wait()
         return self._event.is_set()
 
 
@@ -176,6 +180,8 @@ class HandlerRun:
 
     async def wait(self, timeout: float) -> bool:
         """Wait until it is done, or `timeout` seconds; whether it is done."""
+        if self._task.done():
+            return True
         done, _ = await asyncio.wait({self._task}, timeout=timeout)
         return bool(done)
 

@@ -34,7 +34,7 @@ GONE_CODES = frozenset(
 _RECEIPT_OPS = frozenset({"delete_message_batch", "change_message_visibility_batch"})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Entry:
     """One entry of a batch call. `key` is the caller's name for it, unique within a run."""
 
@@ -45,7 +45,7 @@ class Entry:
     size: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Call:
     op: str
     queue_url: str
@@ -58,7 +58,7 @@ class Call:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class EntryResult:
     key: str
     ok: bool

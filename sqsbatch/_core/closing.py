@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 
 from sqsbatch._core.calls import BatchRun
 from sqsbatch._core.context import QueueContext
-from sqsbatch._core.entries import TwoPhase, settle_entries
+from sqsbatch._core.entries import TwoPhase, delete_entries, settle_entries
 from sqsbatch._core.ledger import Action, ActionKind, Outcome, Verdict, actions_for
 from sqsbatch._core.metrics import reason_key
 from sqsbatch.config import ConsumerConfig
-from sqsbatch.envelope import RETRIES_EXHAUSTED, DecodedMessage
-from sqsbatch.message import LazyView, MessageBatch, _Delivery
+from sqsbatch.envelope import RETRIES_EXHAUSTED
+from sqsbatch.message import MessageBatch
 
 __all__ = [
     "Closing",
@@ -89,7 +89,8 @@ class Closing:
     kinds: list[ActionKind]
     fifo: bool = False
     bulk_ack: bool = False
-    """Every message was acked by one decision (no call at all, or `ack_all()`)."""
+    """Every message was acked by one decision (no call at all, or `ack_all()`): `entries` holds
+    their deletes (none where the front end deletes acks itself)."""
     reasons: dict[int, str] = field(default_factory=dict)
     """Why each message dead-lettered, dropped or left to the RedrivePolicy was, by index."""
 
@@ -108,7 +109,8 @@ def close_batch(
 
     `acks_free`: the front end deletes acked messages without being told (Lambda deletes every
     record left out of `batchItemFailures`), so an acked message gets no entry; every other
-    entry, and `kinds`, are the same. A batch that every message leaves acked is decided in bulk.
+    entry, and `kinds`, are the same. A batch that every message leaves acked is decided in bulk
+    (no action per message: its deletes, or nothing with `acks_free`).
     On a FIFO queue acks keep their entries but for that bulk case: an ack behind a failure of
     its group is reported to Lambda, and deleted by the front end itself.
     """
@@ -116,10 +118,10 @@ def close_batch(
     ledger.seal()
     size = len(batch._deliveries)
     config, fifo, limits = context.config, context.fifo, context.limits
-    if acks_free:
-        uniform = ledger.uniform(outcome)
-        if uniform is not None and uniform.verdict is Verdict.ACK:
-            return Closing(TwoPhase([], [], {}), [ActionKind.DELETE] * size, fifo, bulk_ack=True)
+    uniform = ledger.uniform(outcome)
+    if uniform is not None and uniform.verdict is Verdict.ACK:  # the common case, in bulk
+        deletes = [] if acks_free else delete_entries(batch._deliveries, queue_url=context.url)
+        return Closing(TwoPhase([], deletes, {}), [ActionKind.DELETE] * size, fifo, bulk_ack=True)
     actions = actions_for(
         batch._settled(),
         ledger.decisions(outcome),
@@ -141,7 +143,7 @@ def plan_closing(
 ) -> Closing:
     """The closing of `batch` for `actions`: its entries, and what each message became."""
     plan = settle_entries(
-        LazyView(batch._deliveries, _pair),
+        batch._deliveries,
         actions,
         queue_url=context.url,
         queue=batch.queue,
@@ -160,10 +162,6 @@ def plan_closing(
 
 
 _DEATHS = (ActionKind.DEAD_LETTER, ActionKind.DROP, ActionKind.LEAVE)
-
-
-def _pair(delivery: _Delivery) -> tuple[DecodedMessage, str]:
-    return delivery.decoded, delivery.receipt_handle
 
 
 _COUNTER = {
@@ -240,6 +238,10 @@ def tally(plan: Closing, first: BatchRun, second: BatchRun) -> dict[str, int]:
     failed: dict[int, list[bool]] = {}
     for result in (*first.failed(), *second.failed()):
         failed.setdefault(int(result.key[1:]), []).append(result.gone)
+    if not failed and not plan.entries.refused:  # every entry accepted: count kinds in bulk
+        for kind, name in _COUNTER.items():
+            counts[name] += plan.kinds.count(kind)
+        return counts
     for index, kind in enumerate(plan.kinds):
         if index in plan.entries.refused:
             counts["settle_failures"] += 1

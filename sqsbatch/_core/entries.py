@@ -29,12 +29,14 @@ from sqsbatch.envelope import (
 )
 from sqsbatch.errors import FifoError, MessageError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
+from sqsbatch.message import _Delivery
 
 __all__ = [
     "Outbound",
     "TwoPhase",
     "copy_of",
     "dead_envelope",
+    "delete_entries",
     "hop_delay",
     "is_premature",
     "postpone_entries",
@@ -145,7 +147,7 @@ class TwoPhase:
 
 
 def settle_entries(
-    messages: Sequence[tuple[DecodedMessage, str]],
+    messages: Sequence[_Delivery],
     actions: Sequence[Action],
     *,
     queue_url: str,
@@ -155,26 +157,39 @@ def settle_entries(
     fifo: bool = False,
     limits: SqsLimits = SQS_LIMITS,
 ) -> TwoPhase:
-    """Entries for settling `messages` (decoded, receipt handle) as `actions` say."""
+    """Entries for settling `messages` as `actions` say. A message's full decoding is read
+    only for a copy: a visibility change or a delete needs its receipt handle alone (a
+    Lambda record is decoded only when read)."""
     plan = TwoPhase([], [], {})
     for action in actions:
-        message, receipt = messages[action.index]
+        message = messages[action.index]
+        receipt = message.receipt_handle
         i = action.index
-        delete = Entry(f"d{i}", "delete_message_batch", queue_url, {"ReceiptHandle": receipt})
         if action.kind in (ActionKind.HIDE, ActionKind.LEAVE):
             params = {"ReceiptHandle": receipt, "VisibilityTimeout": action.delay_seconds}
             plan.first.append(Entry(f"h{i}", "change_message_visibility_batch", queue_url, params))
-        elif action.kind in (ActionKind.DELETE, ActionKind.DROP):
+            continue
+        delete = Entry(f"d{i}", "delete_message_batch", queue_url, {"ReceiptHandle": receipt})
+        if action.kind in (ActionKind.DELETE, ActionKind.DROP):
             plan.always_delete.append(delete)
         else:
             to_dlq, copy = _copy_for(
-                action, message, queue=queue, wall_now=wall_now, fifo=fifo, limits=limits
+                action, message.decoded, queue=queue, wall_now=wall_now, fifo=fifo, limits=limits
             )
             if to_dlq:
                 assert dlq_url is not None, "DEAD_LETTER is only decided with a DLQ"
             target = dlq_url if to_dlq and dlq_url is not None else queue_url
             _add_send(plan, i, send_entry_or_reason(f"s{i}", target, copy, fifo, limits), delete)
     return plan
+
+
+def delete_entries(messages: Sequence[_Delivery], *, queue_url: str) -> list[Entry]:
+    """The delete entries of a batch acked as a whole, as `settle_entries` makes them."""
+    op = "delete_message_batch"
+    return [
+        Entry(f"d{i}", op, queue_url, {"ReceiptHandle": message.receipt_handle})
+        for i, message in enumerate(messages)
+    ]
 
 
 def postpone_entries(

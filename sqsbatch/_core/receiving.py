@@ -1,27 +1,38 @@
 """Receiving: how a batch is assembled from receives, and what a receive answer holds, no I/O.
 
 `Assembly` says how many messages to ask for and how long to wait, receive after receive, until
-the batch window is due; `split_received` decodes an answer and sets apart the delay hops that
-came early (`Split.postpone` re-sends them for the time still to wait); `is_idle` is the idle
-exit of `run_until_idle`.
+the batch window is due; `split_received` reads an answer (lazily: `ReceivedDelivery`) and sets
+apart the delay hops that came early (`Split.postpone` re-sends them for the time still to
+wait); `is_idle` is the idle exit of `run_until_idle`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from sqsbatch._core.batching import BatchWindow
 from sqsbatch._core.entries import TwoPhase, is_premature, postpone_entries
 from sqsbatch.config import ConsumerConfig
-from sqsbatch.envelope import decode
+from sqsbatch.envelope import (
+    ATTRIBUTE,
+    FOREIGN,
+    Death,
+    DecodedMessage,
+    Envelope,
+    decode,
+    decode_body,
+    read_envelope,
+)
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import _Delivery
 
 __all__ = [
     "Assembly",
+    "ReceivedDelivery",
     "Split",
     "connections_for",
     "is_idle",
@@ -49,12 +60,98 @@ def split_received(
     wall_now: float,
     limits: SqsLimits = SQS_LIMITS,
 ) -> Split:
-    """Decode a `ReceiveMessage` answer; messages that are not due yet are not delivered."""
-    deliveries = [
-        _Delivery(decode(item), str(item["ReceiptHandle"]), received_at, received_at + visibility)
-        for item in raw
-    ]
+    """A `ReceiveMessage` answer as deliveries, decoded as they are read (`ReceivedDelivery`);
+    messages that are not due yet are not delivered."""
+    hidden_until = received_at + visibility
+    deliveries = [ReceivedDelivery(item, received_at, hidden_until) for item in raw]
     return split_deliveries(deliveries, queue_url=queue_url, wall_now=wall_now, limits=limits)
+
+
+class ReceivedDelivery(_Delivery):
+    """A message as boto3's `ReceiveMessage` returns it, as a delivery read lazily: it reads the
+    same as `envelope.decode` of it, but a handler that reads only the body, of a message with
+    no sqsbatch attribute, costs no decoding at all (decoding is most of a poller's own CPU per
+    message). The full decoding (user attributes, what re-sends need) is made on first use."""
+
+    __slots__ = ("_body", "_envelope", "raw")
+
+    def __init__(self, raw: Mapping[str, Any], received_at: float, hidden_until: float) -> None:
+        self.raw = raw
+        self._decoded = None
+        self.receipt_handle = str(raw["ReceiptHandle"])
+        self.received_at = received_at
+        self.hidden_until = hidden_until
+        self.at_ceiling = False
+        self._envelope = _envelope_of(raw)
+        self._body: Any = raw.get("Body", "") if self._envelope is FOREIGN else _UNREAD
+
+    @property
+    def decoded(self) -> DecodedMessage:
+        if self._decoded is None:
+            decoded = decode(self.raw)
+            if self._body is not _UNREAD and self._body is not decoded.body:
+                decoded = replace(decoded, body=self._body)  # validated (`body_model`)
+            self._decoded = decoded
+        return self._decoded
+
+    @property
+    def body(self) -> Any:
+        body = self._body
+        if body is _UNREAD:
+            body = self._body = decode_body(self.raw.get("Body", ""), self._envelope.content_type)
+        return body
+
+    @property
+    def id(self) -> str:
+        return self._envelope.id or self.raw["MessageId"]
+
+    @property
+    def timestamp(self) -> datetime:
+        seconds = self._envelope.timestamp
+        if seconds is None:
+            seconds = int(self._system().get("SentTimestamp", "0")) / 1000
+        return datetime.fromtimestamp(seconds, UTC)
+
+    @property
+    def attempts(self) -> int:
+        receives = int(self._system().get("ApproximateReceiveCount", "1"))
+        return self._envelope.base_attempts + receives
+
+    @property
+    def group_id(self) -> str | None:
+        return self._system().get("MessageGroupId")
+
+    @property
+    def due_at(self) -> float | None:
+        return self._envelope.due_at
+
+    @property
+    def deaths(self) -> tuple[Death, ...]:
+        return self._envelope.deaths
+
+    @property
+    def expires_at(self) -> float | None:
+        return self._envelope.expires_at
+
+    def validated(self, body: Any) -> None:
+        self._body = body
+        if self._decoded is not None:
+            self._decoded = replace(self._decoded, body=body)
+
+    def _system(self) -> Mapping[str, str]:
+        return self.raw.get("Attributes") or {}
+
+
+_UNREAD = object()
+
+
+def _envelope_of(raw: Mapping[str, Any]) -> Envelope:
+    """The envelope `decode` reads from a message: sqsbatch's attribute, else `FOREIGN`."""
+    user = raw.get("MessageAttributes")
+    ours = user.get(ATTRIBUTE) if user else None
+    if ours is None or "StringValue" not in ours:
+        return FOREIGN
+    return read_envelope(ours["StringValue"]) or FOREIGN
 
 
 def split_deliveries(

@@ -71,10 +71,11 @@ class Screen:
 
 def deadline(delivery: _Delivery, max_message_age: float | None) -> float | None:
     """The earlier of the producer's deadline and `timestamp + max_message_age` (epoch s)."""
-    found = [d for d in (delivery.expires_at,) if d is not None]
-    if max_message_age is not None:
-        found.append(delivery.timestamp.timestamp() + max_message_age)
-    return min(found) if found else None
+    due = delivery.expires_at
+    if max_message_age is None:
+        return due
+    aged = delivery.timestamp.timestamp() + max_message_age
+    return aged if due is None else min(due, aged)
 
 
 @dataclass(frozen=True)

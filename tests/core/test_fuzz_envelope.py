@@ -8,6 +8,7 @@ from typing import Any
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from sqsbatch._core.receiving import ReceivedDelivery
 from sqsbatch.envelope import ATTRIBUTE, Envelope, decode, encode_attributes
 from sqsbatch.errors import MessageError
 from tests.support.fuzzing import FUZZ, values
@@ -84,3 +85,54 @@ def test_any_attribute_values_encode_or_raise_one_message_error(attributes: Any)
     else:
         for value in encoded.values():
             assert isinstance(value["DataType"], str)
+
+
+@FUZZ
+@given(
+    st.text() | envelopes.map(as_json),
+    st.sampled_from(["{}", '{"n": 1}', "text", "aGVsbG8="]),
+    st.sampled_from([None, "g1"]),
+    st.booleans(),
+)
+@example('{"v":1,"ct":"json","id":"x","a":2}', '{"n": 1}', None, True)
+@example('{"v":1,"ct":"bytes"}', "aGVsbG8=", "g1", True)
+def test_a_received_delivery_reads_as_the_decoded_message(
+    text: str, body: str, group: str | None, ours: bool
+) -> None:
+    # Given a received message, with sqsbatch's attribute (any text) or without it
+    attributes = {"ApproximateReceiveCount": "2", "SentTimestamp": "1700000000000"}
+    if group is not None:
+        attributes["MessageGroupId"] = group
+    user = {"colour": {"DataType": "String", "StringValue": "red"}}
+    if ours:
+        user[ATTRIBUTE] = {"DataType": "String", "StringValue": text}
+    raw = {
+        "MessageId": "m",
+        "ReceiptHandle": "r",
+        "Body": body,
+        "Attributes": attributes,
+        "MessageAttributes": user,
+    }
+    # When the poller reads it lazily
+    delivery = ReceivedDelivery(raw, 1.0, 31.0)
+    decoded = decode(raw)
+    # Then every field reads as the eager decoding, before and after the full decoding is made
+    for _ in range(2):
+        assert delivery.body == decoded.body
+        assert delivery.id == decoded.id
+        assert delivery.timestamp == decoded.timestamp
+        assert delivery.attempts == decoded.attempts
+        assert delivery.group_id == decoded.group_id
+        assert delivery.due_at == decoded.envelope.due_at
+        assert delivery.expires_at == decoded.envelope.expires_at
+        assert delivery.deaths == decoded.envelope.deaths
+        assert delivery.decoded == decoded
+        assert delivery.attributes == decoded.attributes
+    # And a validated body is what both read afterwards
+    delivery.validated({"valid": True})
+    assert delivery.body == delivery.decoded.body == {"valid": True}
+    # Also when it is validated before its full decoding is made
+    fresh = ReceivedDelivery(raw, 1.0, 31.0)
+    fresh.validated({"valid": True})
+    assert fresh.decoded.body == fresh.body == {"valid": True}
+    assert fresh.decoded.raw_body == body
