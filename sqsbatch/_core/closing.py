@@ -8,7 +8,7 @@ read what SQS accepted, entry by entry, once the settle flow has run. No I/O.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sqsbatch._core.calls import BatchRun
@@ -241,6 +241,8 @@ def tally(plan: Closing, first: BatchRun, second: BatchRun) -> dict[str, int]:
     if not failed and not plan.entries.refused:  # every entry accepted: count kinds in bulk
         for kind, name in _COUNTER.items():
             counts[name] += plan.kinds.count(kind)
+        if counts["dead_lettered"]:
+            _count_reasons(counts, plan, range(len(plan.kinds)))
         return counts
     for index, kind in enumerate(plan.kinds):
         if index in plan.entries.refused:
@@ -248,10 +250,17 @@ def tally(plan: Closing, first: BatchRun, second: BatchRun) -> dict[str, int]:
         elif index not in failed:
             counts[_COUNTER[kind]] += 1
             if kind is ActionKind.DEAD_LETTER:
-                key = reason_key(plan.reasons.get(index, RETRIES_EXHAUSTED))
-                counts[key] = counts.get(key, 0) + 1
+                _count_reasons(counts, plan, [index])
         elif all(failed[index]):
             counts["expired_receipts"] += 1
         else:
             counts["settle_failures"] += 1
     return counts
+
+
+def _count_reasons(counts: dict[str, int], plan: Closing, indexes: Iterable[int]) -> None:
+    """`dead_lettered:<reason>` for each message of `indexes` copied to the DLQ."""
+    for index in indexes:
+        if plan.kinds[index] is ActionKind.DEAD_LETTER:
+            key = reason_key(plan.reasons.get(index, RETRIES_EXHAUSTED))
+            counts[key] = counts.get(key, 0) + 1
