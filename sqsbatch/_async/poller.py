@@ -9,7 +9,9 @@ A thin shell: every decision comes from the core (`sqsbatch._core`), and every e
 is one of its flows, driven by the door. The loop starts receivers as `Receivers` allows (one
 while the queue is quiet, up to `max_concurrency` while it has a backlog); each holds a slot: it
 assembles its own batch window, then supervises its handler (heartbeat, `handler_timeout`) and
-settles its batch in batch calls.
+settles its batch in batch calls, then receives again in the same slot while a receiver is
+wanted. The loop hears from a slot only when it has something to do (a slot is free, or another
+receiver could start), and looks at its slots every `WAKE_SECONDS` anyway.
 
 Operating it: with `health_file` the poller touches that file after every completed receive and
 while every slot is busy with a handler inside its `handler_timeout`; when it has been neither
@@ -104,7 +106,7 @@ class AsyncConsumer:
         self._clock = clock
         self._wall_clock = wall_clock
         self._stopping = Flag()
-        self._changed = Flag()  # a slot has news: a receiver ended, a batch settled
+        self._changed = Flag()  # a slot has news: a slot is free, or a receiver could start
         self._lock = counter_lock()
         self._receivers = Receivers(self.config.max_concurrency)
         self._random = random.Random()
@@ -224,19 +226,25 @@ class AsyncConsumer:
             return self._receivers.start(stopping=self._stopping.is_set(), idle=idle)
 
     async def _serve(self, idle_seconds: float | None) -> None:
-        """One slot: receive a batch of its own, then hand it to the handler and settle it."""
-        deliveries: list[_Delivery] = []
-        try:
-            deliveries = await self._assemble(idle_seconds)
-        except Exception:  # a bug of ours: what was received reappears after its visibility
-            log.exception("receiving from %s failed", self.queue)
-        finally:
-            self._stopped_receiving(with_batch=bool(deliveries))
-        if deliveries:
+        """One slot: receive a batch of its own, then hand it to the handler and settle it; again,
+        in the same slot, while a receiver is wanted."""
+        again = True
+        while again:
+            deliveries: list[_Delivery] = []
+            try:
+                deliveries = await self._assemble(idle_seconds)
+            except Exception:  # a bug of ours: what was received reappears after its visibility
+                log.exception("receiving from %s failed", self.queue)
+            finally:
+                self._stopped_receiving(with_batch=bool(deliveries))
+            if not deliveries:
+                return
+            again = False
             try:
                 await self._process(deliveries)
+                again = True
             finally:
-                self._settled()
+                again = self._settled(idle_seconds, again=again)
 
     # -- health and the watchdog -----------------------------------------------------------------
 
@@ -276,13 +284,21 @@ class AsyncConsumer:
 
     def _stopped_receiving(self, *, with_batch: bool) -> None:
         with self._lock:
-            self._receivers.stopped_receiving(with_batch=with_batch)
-        self._changed.set()
+            news = self._receivers.stopped_receiving(with_batch=with_batch)
+        if news:
+            self._changed.set()
 
-    def _settled(self) -> None:
+    def _settled(self, idle_seconds: float | None, *, again: bool) -> bool:
+        """A batch settled: whether its slot receives again (else it is free, and the loop
+        hears of it). The loop is woken only when it has something to do."""
+        idle = is_idle(idle_seconds, self._clock() - self._last_activity)
         with self._lock:
-            self._receivers.settled()
-        self._changed.set()
+            stopping = self._stopping.is_set()
+            again = self._receivers.settled(again=again, stopping=stopping, idle=idle)
+            news = not again or self._receivers.startable > 0
+        if news:
+            self._changed.set()
+        return again
 
     async def _assemble(self, idle_seconds: float | None) -> list[_Delivery]:
         """Receive until the batch is due (full or window closed), or until stop/idle."""

@@ -2,11 +2,13 @@
 
 A poller has `max_concurrency` slots. A receiver takes a slot at its first receive and holds it
 while it assembles its own batch window and, when the window yields a batch, until the handler
-is done and the batch is settled. Receivers grow with demand: a receive that came back full (as
-many messages as it asked for, 10 or what its window could still take) is evidence of a backlog
-and lets one more free slot start receiving; a short one shrinks that allowance back by one, so
-an empty queue costs one long poll at a time whatever `max_concurrency` is. A receiver asks only
-for what its own window can take, so nothing is prefetched and later released.
+is done and the batch is settled; then, when a receiver would start now, it goes on receiving in
+the same slot (no new unit of work, no news for the loop). Receivers grow with demand: a receive
+that came back full (as many messages as it asked for, 10 or what its window could still take)
+is evidence of a backlog and lets one more free slot start receiving; a short one shrinks that
+allowance back by one, so an empty queue costs one long poll at a time whatever
+`max_concurrency` is. A receiver asks only for what its own window can take, so nothing is
+prefetched and later released.
 
 Pure: no clock, no I/O, no lock; the shells hold it under their lock and execute what it says.
 """
@@ -31,6 +33,11 @@ class Receivers:
     def in_flight(self) -> int:
         return self.receiving + self.handling
 
+    @property
+    def startable(self) -> int:
+        """How many receivers `start` would start now, unless stopping or idle."""
+        return max(0, min(self.allowed - self.receiving, self.slots - self.in_flight))
+
     def start(self, *, stopping: bool, idle: bool) -> int | None:
         """How many receivers to start now (counted as receiving from here on).
 
@@ -41,7 +48,7 @@ class Receivers:
             return None
         if stopping or idle:
             return 0
-        count = max(0, min(self.allowed - self.receiving, self.slots - self.in_flight))
+        count = self.startable
         self.receiving += count
         return count
 
@@ -54,12 +61,20 @@ class Receivers:
             self.allowed = max(1, self.allowed - 1)
         return self.receiving > self.allowed
 
-    def stopped_receiving(self, *, with_batch: bool) -> None:
-        """A receiver is done receiving: its slot is free, or its batch goes to the handler."""
+    def stopped_receiving(self, *, with_batch: bool) -> bool:
+        """A receiver is done receiving: its slot is free, or its batch goes to the handler.
+        True when the loop has news: the slot is free, or another receiver could start."""
         self.receiving -= 1
-        if with_batch:
-            self.handling += 1
+        if not with_batch:
+            return True
+        self.handling += 1
+        return self.startable > 0
 
-    def settled(self) -> None:
-        """A batch was handled and settled: its slot is free."""
+    def settled(self, *, again: bool = False, stopping: bool = False, idle: bool = False) -> bool:
+        """A batch was handled and settled. `again`: its slot goes on receiving (True, counted as
+        receiving) when a receiver would start now (as `start` decides); else its slot is free."""
         self.handling -= 1
+        if again and not stopping and not idle and self.startable > 0:
+            self.receiving += 1
+            return True
+        return False

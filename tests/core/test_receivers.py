@@ -111,3 +111,38 @@ def test_stopping_and_idle_start_no_receiver(
     receivers = Receivers(4, receiving=receiving, handling=handling)
     assert receivers.start(stopping=stopping, idle=idle) == started
     assert receivers.receiving == receiving + (started or 0)
+
+
+def test_a_settled_slot_receives_again_while_a_receiver_is_wanted() -> None:
+    # Given one slot of one, its receiver just handed a batch to the handler
+    receivers = Receivers(1)
+    receivers.start(stopping=False, idle=False)
+    # Then the loop has no news: no other receiver could start
+    assert not receivers.stopped_receiving(with_batch=True)
+    # When the batch settles, the slot goes on receiving (as `start` would have started it)
+    assert receivers.settled(again=True)
+    assert (receivers.receiving, receivers.handling) == (1, 0)
+
+
+@pytest.mark.parametrize(
+    ("receiving", "stopping", "idle", "again"),
+    [
+        (0, True, False, False),  # stopping: the slot is free
+        (0, False, True, False),  # idle: the slot is free
+        (1, False, False, False),  # the allowance (1) is taken by another receiver
+        (0, False, False, True),
+    ],
+)
+def test_a_settled_slot_receives_again_only_when_start_would_start_it(
+    receiving: int, stopping: bool, idle: bool, again: bool
+) -> None:
+    receivers = Receivers(4, receiving=receiving, handling=1)
+    assert receivers.settled(again=True, stopping=stopping, idle=idle) == again
+    assert (receivers.receiving, receivers.handling) == (receiving + again, 0)
+
+
+def test_the_loop_hears_of_a_free_slot_and_of_a_receiver_that_could_start() -> None:
+    receivers = Receivers(4, allowed=2, receiving=2)
+    assert receivers.stopped_receiving(with_batch=False)  # a slot is free
+    assert receivers.stopped_receiving(with_batch=True)  # one more receiver is allowed
+    assert not receivers.settled()  # not asked to go on: the slot is free
