@@ -18,7 +18,6 @@ from typing import Any, cast, overload
 from sqsbatch._core.ledger import Ledger
 from sqsbatch.envelope import (
     FOREIGN,
-    Death,
     DecodedMessage,
     Envelope,
     decode,
@@ -103,21 +102,13 @@ class RecordDelivery(_Delivery):
         return None if group is None else str(group)
 
     @property
-    def due_at(self) -> float | None:
-        return self._envelope.due_at
-
-    @property
-    def deaths(self) -> tuple[Death, ...]:
-        return self._envelope.deaths
+    def envelope(self) -> Envelope:
+        return self._envelope
 
     def validated(self, body: Any) -> None:
         self.body = body
         if self._decoded is not None:
             self._decoded = replace(self._decoded, body=body)
-
-    @property
-    def expires_at(self) -> float | None:
-        return self._envelope.expires_at
 
     def trace_headers(self) -> tuple[Envelope, str | None]:
         return self._envelope, _trace_header(self.record)

@@ -88,18 +88,24 @@ class _Delivery:
         return self.decoded.group_id
 
     @property
+    def envelope(self) -> Envelope:
+        """sqsbatch's attribute, read (`FOREIGN` without one); a lazy delivery reads it apart
+        from the rest of the decoding, and the three properties below read it here."""
+        return self.decoded.envelope
+
+    @property
     def due_at(self) -> float | None:
         """Wall-clock epoch seconds before which it must not be delivered (a delay hop)."""
-        return self.decoded.envelope.due_at
+        return self.envelope.due_at
 
     @property
     def deaths(self) -> tuple[Death, ...]:
-        return self.decoded.envelope.deaths
+        return self.envelope.deaths
 
     @property
     def expires_at(self) -> float | None:
         """The producer's deadline, wall-clock epoch seconds (None: it has none)."""
-        return self.decoded.envelope.expires_at
+        return self.envelope.expires_at
 
     def trace_headers(self) -> tuple[Envelope, str | None]:
         """Its envelope (the producer's W3C trace context) and SQS's `AWSTraceHeader`: what

@@ -20,7 +20,6 @@ from sqsbatch.config import ConsumerConfig
 from sqsbatch.envelope import (
     ATTRIBUTE,
     FOREIGN,
-    Death,
     DecodedMessage,
     Envelope,
     decode,
@@ -122,16 +121,8 @@ class ReceivedDelivery(_Delivery):
         return self._system().get("MessageGroupId")
 
     @property
-    def due_at(self) -> float | None:
-        return self._envelope.due_at
-
-    @property
-    def deaths(self) -> tuple[Death, ...]:
-        return self._envelope.deaths
-
-    @property
-    def expires_at(self) -> float | None:
-        return self._envelope.expires_at
+    def envelope(self) -> Envelope:
+        return self._envelope
 
     def validated(self, body: Any) -> None:
         self._body = body
