@@ -13,11 +13,14 @@ import platform
 import shlex
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["Server", "command", "local_sqs"]
+from sqsbatch._core.shapes import RECEIVE_SYSTEM_ATTRIBUTES
+
+__all__ = ["Server", "command", "hand_round", "local_sqs"]
 
 SERVER_CODE = """
 import json, signal, sys
@@ -84,3 +87,23 @@ def command() -> str:
     """The command line that made this run, to print beside its figures."""
     exe = os.path.relpath(sys.executable)
     return shlex.join([sys.executable if exe.startswith("..") else exe, *sys.argv])
+
+
+def hand_round(client: Any, url: str, handle: Callable[[str], object]) -> int:
+    """One round of the hand-written baseline loop, as a user would write it: receive 10 (the
+    attributes the pollers ask for), `handle` each body, delete them in one batch call. Returns
+    how many came (0: the queue looked empty, nothing to delete)."""
+    messages = client.receive_message(
+        QueueUrl=url,
+        MaxNumberOfMessages=10,
+        WaitTimeSeconds=1,
+        MessageSystemAttributeNames=RECEIVE_SYSTEM_ATTRIBUTES,
+        MessageAttributeNames=["All"],
+    ).get("Messages", [])
+    if not messages:
+        return 0
+    for message in messages:
+        handle(message["Body"])
+    entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)]
+    client.delete_message_batch(QueueUrl=url, Entries=entries)
+    return len(messages)

@@ -46,13 +46,12 @@ from typing import Any
 
 import aioboto3
 import boto3
-from _local import command, local_sqs
+from _local import command, hand_round, local_sqs
 from _proxy import delay_proxy
 
 from sqsbatch import AsyncConsumer, Consumer, ConsumerConfig, MessageBatch
 from sqsbatch._botocore import client_config
 from sqsbatch._core.receiving import connections_for
-from sqsbatch._core.shapes import RECEIVE_SYSTEM_ATTRIBUTES
 from sqsbatch.local import LOCAL_CREDENTIALS
 
 REGION = LOCAL_CREDENTIALS["AWS_DEFAULT_REGION"]
@@ -108,22 +107,8 @@ def drain_loop(endpoint: str, queue: str, count: int, concurrency: int) -> Tally
     client = boto3.session.Session().client("sqs", **credentials(endpoint), config=client_config())
     tally = Tally(count)
     url = client.get_queue_url(QueueName=queue)["QueueUrl"]
-    while len(tally.seen) < count:
-        messages = client.receive_message(
-            QueueUrl=url,
-            MaxNumberOfMessages=10,
-            WaitTimeSeconds=1,
-            MessageSystemAttributeNames=RECEIVE_SYSTEM_ATTRIBUTES,
-            MessageAttributeNames=["All"],
-        ).get("Messages", [])
-        if not messages:
-            break
-        for message in messages:
-            tally.handle(message["Body"])
-        entries = [
-            {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
-        ]
-        client.delete_message_batch(QueueUrl=url, Entries=entries)
+    while len(tally.seen) < count and hand_round(client, url, tally.handle):
+        pass
     return tally
 
 
@@ -137,22 +122,8 @@ def drain_parallel_loop(endpoint: str, queue: str, count: int, concurrency: int)
     url = client.get_queue_url(QueueName=queue)["QueueUrl"]
 
     def work() -> None:
-        while len(tally.seen) < count:
-            messages = client.receive_message(
-                QueueUrl=url,
-                MaxNumberOfMessages=10,
-                WaitTimeSeconds=1,
-                MessageSystemAttributeNames=RECEIVE_SYSTEM_ATTRIBUTES,
-                MessageAttributeNames=["All"],
-            ).get("Messages", [])
-            if not messages:
-                return
-            for message in messages:
-                tally.handle(message["Body"])
-            entries = [
-                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
-            ]
-            client.delete_message_batch(QueueUrl=url, Entries=entries)
+        while len(tally.seen) < count and hand_round(client, url, tally.handle):
+            pass
 
     threads = [threading.Thread(target=work) for _ in range(concurrency)]
     for thread in threads:

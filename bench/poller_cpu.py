@@ -48,7 +48,7 @@ from typing import Any
 
 import aioboto3
 import boto3
-from _local import Server, command, local_sqs
+from _local import Server, command, hand_round, local_sqs
 from botocore.config import Config
 
 from sqsbatch import AsyncConsumer, Consumer, ConsumerConfig, MessageBatch, Producer
@@ -183,23 +183,8 @@ class Loop(Contender):
     def drain(self, queue: str, tally: Tally) -> None:
         client = self.client
         url = client.get_queue_url(QueueName=queue)["QueueUrl"]
-        done = False
-        while not done:
-            messages = client.receive_message(
-                QueueUrl=url,
-                MaxNumberOfMessages=10,
-                WaitTimeSeconds=1,
-                MessageSystemAttributeNames=RECEIVE_SYSTEM_ATTRIBUTES,
-                MessageAttributeNames=["All"],
-            ).get("Messages", [])
-            if not messages:
-                break
-            for message in messages:
-                done = tally.handle(message["Body"])
-            entries = [
-                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
-            ]
-            client.delete_message_batch(QueueUrl=url, Entries=entries)
+        while len(tally.seen) < tally.expected and hand_round(client, url, tally.handle):
+            pass
 
 
 class LegacyLoop(Loop):

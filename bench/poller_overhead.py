@@ -24,8 +24,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from _local import hand_round
+
 from sqsbatch import Consumer, ConsumerConfig, MessageBatch
-from sqsbatch._core.shapes import RECEIVE_SYSTEM_ATTRIBUTES
 
 
 class StubSqs:
@@ -78,22 +79,10 @@ def loop(count: int, delay: float, concurrency: int) -> None:
     client = StubSqs(count, delay)
     url = client.get_queue_url(QueueName="stub")["QueueUrl"]
     seen: set[int] = set()
-    while len(seen) < count:
-        messages = client.receive_message(
-            QueueUrl=url,
-            MaxNumberOfMessages=10,
-            WaitTimeSeconds=1,
-            MessageSystemAttributeNames=RECEIVE_SYSTEM_ATTRIBUTES,
-            MessageAttributeNames=["All"],
-        ).get("Messages", [])
-        if not messages:
-            break
-        for message in messages:
-            seen.add(json.loads(message["Body"])["n"])
-        entries = [
-            {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
-        ]
-        client.delete_message_batch(QueueUrl=url, Entries=entries)
+    while len(seen) < count and hand_round(
+        client, url, lambda body: seen.add(json.loads(body)["n"])
+    ):
+        pass
 
 
 def consumer(count: int, delay: float, concurrency: int) -> None:
