@@ -53,7 +53,7 @@ from sqsbatch.lambda_records import (
 )
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import Message, MessageBatch, _Delivery
-from sqsbatch.metrics import EmfMetrics
+from sqsbatch.metrics import EmfMetrics, consumer_metrics
 
 __all__ = ["LambdaAdapter", "LambdaContext", "lambda_handler"]
 
@@ -96,7 +96,7 @@ class LambdaAdapter:
         self._client = client
         self._sqs: SyncSqs | None = None
         self._queues: dict[str, QueueContext] = {}
-        self._metrics: dict[str, EmfMetrics] = {}
+        self._metrics: dict[str, EmfMetrics | None] = {}
         self._limits = limits
         self._clock = clock
         self._wall_clock = wall_clock
@@ -267,14 +267,11 @@ class LambdaAdapter:
 
     def _metrics_of(self, queue: QueueContext) -> EmfMetrics | None:
         """The queue's metrics, written once per invocation; None when `metrics` is off."""
-        config = queue.config
-        if config.metrics != "emf":
-            return None
         if queue.name not in self._metrics:
-            self._metrics[queue.name] = EmfMetrics(
+            self._metrics[queue.name] = consumer_metrics(
                 queue.name,
-                namespace=config.metrics_namespace,
-                interval=None,
+                queue.config,
+                per_invocation=True,
                 clock=self._clock,
                 wall_clock=self._wall_clock,
             )

@@ -21,10 +21,10 @@ from sqsbatch._core.metrics import (
     EmfFormat,
     MetricsWindow,
 )
-from sqsbatch.config import METRICS_NAMESPACE_PATTERN
+from sqsbatch.config import METRICS_NAMESPACE_PATTERN, ConsumerConfig
 from sqsbatch.errors import ConfigError
 
-__all__ = ["EmfMetrics", "check_metrics"]
+__all__ = ["EmfMetrics", "check_metrics", "consumer_metrics"]
 
 MAX_INTERVAL_SECONDS = 3600.0
 
@@ -101,3 +101,24 @@ class EmfMetrics:
             out = self._out if self._out is not None else sys.stdout
             out.write("".join(line + "\n" for line in lines))
             out.flush()
+
+
+def consumer_metrics(
+    queue: str,
+    config: ConsumerConfig,
+    *,
+    per_invocation: bool = False,
+    clock: Callable[[], float] = time.monotonic,
+    wall_clock: Callable[[], float] = time.time,
+) -> EmfMetrics | None:
+    """A consumer's metrics as its config asks (None: `metrics` is off): written every
+    `metrics_interval` by a poller, once per invocation under Lambda (`per_invocation`)."""
+    if config.metrics != "emf":
+        return None
+    return EmfMetrics(
+        queue,
+        namespace=config.metrics_namespace,
+        interval=None if per_invocation else config.metrics_interval,
+        clock=clock,
+        wall_clock=wall_clock,
+    )

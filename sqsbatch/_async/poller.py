@@ -61,7 +61,7 @@ from sqsbatch.health import HealthFile
 from sqsbatch.lifecycle import ConsumerStats
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import MessageBatch, _Delivery
-from sqsbatch.metrics import EmfMetrics
+from sqsbatch.metrics import EmfMetrics, consumer_metrics
 
 __all__ = ["AsyncConsumer"]
 
@@ -171,19 +171,10 @@ class AsyncConsumer:
         self._last_activity = self._clock()
         self._alive()  # the queue answered
         context = QueueContext.of(url, settings, dlq_url, self._limits)
-        self._metrics = self._open_metrics(context.name)
-        return context
-
-    def _open_metrics(self, name: str) -> EmfMetrics | None:
-        if self.config.metrics != "emf":
-            return None
-        return EmfMetrics(
-            name,
-            namespace=self.config.metrics_namespace,
-            interval=self.config.metrics_interval,
-            clock=self._clock,
-            wall_clock=self._wall_clock,
+        self._metrics = consumer_metrics(
+            context.name, self.config, clock=self._clock, wall_clock=self._wall_clock
         )
+        return context
 
     def _count(self, counts: dict[str, int]) -> None:
         """What a flow or a handler's end concluded: into `stats`, and into the metrics."""
