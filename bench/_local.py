@@ -2,6 +2,8 @@
 
 The SQS server runs in a process of its own so that its CPU is not the client's; it prints its
 endpoint, and serves until its stdin closes (the bench ends) or SIGALRM (a bound on its life).
+`local_sqs` runs moto's (`sqsbatch.local.LocalSqs`); bench/_lean_sqs.py's `lean_sqs` runs a lean
+in-memory one through `child_server`, for benches where moto's CPU would be the bottleneck.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 from sqsbatch._core.shapes import RECEIVE_SYSTEM_ATTRIBUTES
 
-__all__ = ["Server", "command", "hand_round", "local_sqs"]
+__all__ = ["Server", "child_server", "command", "hand_round", "local_sqs"]
 
 SERVER_CODE = """
 import json, signal, sys
@@ -36,11 +38,13 @@ with LocalSqs() as server:
 
 @dataclass(frozen=True)
 class Server:
-    """The local SQS child: its endpoint, whether moto is patched, its pid."""
+    """The local SQS child: its endpoint, whether moto is patched, its pid, which server it is
+    ("moto": moto's, `local_sqs`; "lean": bench/_lean_sqs.py's, no moto in it)."""
 
     endpoint: str
     speedup: bool
     pid: int
+    kind: str = "moto"
 
     def cpu_seconds(self) -> float:
         """utime + stime of the server process so far (Linux /proc; 0 elsewhere)."""
@@ -52,13 +56,15 @@ class Server:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def versions(self, *packages: str) -> str:
-        """What the figures were measured with: Python, `packages`, CPUs, the moto speed-up."""
+        """What the figures were measured with: Python, `packages`, CPUs, the local SQS (moto's,
+        with or without the speed-up, or the lean one)."""
         found = [f"{name} {_version(name)}" for name in packages]
-        speedup = "applied" if self.speedup else "not applied"
-        return (
-            f"Python {platform.python_version()}, {', '.join(found)}; {os.cpu_count()} CPUs; "
-            f"moto speed-up {speedup}"
-        )
+        if self.kind == "moto":
+            server = f"moto speed-up {'applied' if self.speedup else 'not applied'}"
+        else:
+            server = "local SQS: bench/_lean_sqs.py (in memory, no moto)"
+        python = f"Python {platform.python_version()}"
+        return f"{python}, {', '.join(found)}; {os.cpu_count()} CPUs; {server}"
 
 
 def _version(package: str) -> str:
@@ -71,12 +77,19 @@ def _version(package: str) -> str:
 @contextmanager
 def local_sqs(lifetime_seconds: int) -> Iterator[Server]:
     """A LocalSqs in a child process, ended when the block ends (or after `lifetime_seconds`)."""
-    args = [sys.executable, "-c", SERVER_CODE, str(lifetime_seconds)]
+    with child_server([sys.executable, "-c", SERVER_CODE, str(lifetime_seconds)], "moto") as server:
+        yield server
+
+
+@contextmanager
+def child_server(args: list[str], kind: str) -> Iterator[Server]:
+    """The SQS server that `args` starts: it prints `{"endpoint", "speedup"}` as one JSON line,
+    and serves until its stdin closes (when the block ends)."""
     child = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout is not None
         info = json.loads(child.stdout.readline())
-        yield Server(info["endpoint"], info["speedup"], child.pid)
+        yield Server(info["endpoint"], info["speedup"], child.pid, kind)
     finally:
         assert child.stdin is not None
         child.stdin.close()

@@ -1,16 +1,26 @@
 """Consumers behind a slow network: messages/s and SQS requests per message, through a proxy that
 adds a fixed delay to every request.
 
-    .venv/bin/python bench/latency.py [--delay-ms 20] [--messages 2000]
+    .venv/bin/python bench/latency.py [--server moto|lean] [--delay-ms 20] [--messages 2000]
         [--concurrency 1 4 16 64] [--rounds 1]
 
-Three processes: this one (the consumers), a local SQS (moto's server, `sqsbatch.local.LocalSqs`
-with sqsbatch's moto speed-up, as `LocalSqs.start()` applies it) and a TCP proxy on 127.0.0.1
-in front of it (asyncio). The proxy holds the first chunk of every HTTP request for `--delay-ms`
-before passing it on, and passes everything else (the rest of a request, every response byte) at
-once: each request/response round trip takes D longer, on a fresh or a kept-alive connection
-alike (a request's first chunk is the first one the client sends after the server's last bytes:
-no HTTP client here pipelines). Opening a connection is not delayed. It counts the requests it
+Three processes: this one (the consumers), a local SQS and a TCP proxy on 127.0.0.1 in front of
+it (asyncio). The local SQS (`--server`, printed in the header):
+- moto (the default): moto's server, `sqsbatch.local.LocalSqs` with sqsbatch's moto speed-up, as
+  `LocalSqs.start()` applies it. It spends 0.7-1.3 ms of CPU per message drained, so on a 2-CPU
+  machine it, not the client, is the bottleneck: even the parallel hand loop tops out near
+  1,000 msg/s. (Its werkzeug server also closes the connection after every answer.)
+- lean: bench/_lean_sqs.py, a bench-only in-memory SQS (botocore's JSON protocol, one asyncio
+  process, keep-alive, standard queues, no redrive; its docstring says what it does and does
+  not) that spends 20-85 us of CPU per message drained, so that the client's own throughput
+  shows where moto would cap it. It exists for this measurement only: no stand-in for moto (or
+  SQS) anywhere else.
+
+The proxy holds the first chunk of every HTTP request for `--delay-ms` before passing it on, and
+passes everything else (the rest of a request, every response byte) at once: each
+request/response round trip takes D longer, on a fresh or a kept-alive connection alike (a
+request's first chunk is the first one the client sends after the server's last bytes: no HTTP
+client here pipelines). Opening a connection is not delayed. It counts the requests it
 delays: those are the requests per message printed. It takes at most `--max-connections`
 connections at once, and stops when this process tells it, ends, or after `--proxy-lifetime` s.
 
@@ -29,7 +39,8 @@ msg/s: messages over the time from the start of the drain to the end of the last
 (the last batch's delete is not in it; the poller's start, GetQueueUrl and GetQueueAttributes,
 is). Requests: everything the proxy saw from the start of the drain until the consumer returned.
 Client CPU: `time.process_time()` of this process (every thread) over the drain, per message
-(client creation included; the local SQS and the proxy are other processes).
+(client creation included; the local SQS and the proxy are other processes). Server CPU: the
+local SQS process's over the drain (utime + stime, /proc), per message; the proxy's is in neither.
 """
 
 from __future__ import annotations
@@ -46,7 +57,8 @@ from typing import Any
 
 import aioboto3
 import boto3
-from _local import command, hand_round, local_sqs
+from _lean_sqs import lean_sqs
+from _local import Server, command, hand_round, local_sqs
 from _proxy import delay_proxy
 
 from sqsbatch import AsyncConsumer, Consumer, ConsumerConfig, MessageBatch
@@ -184,6 +196,7 @@ class Run:
     rates: list[float] = field(default_factory=list)
     requests: list[float] = field(default_factory=list)
     cpu: list[float] = field(default_factory=list)
+    server_cpu: list[float] = field(default_factory=list)
 
 
 def runs(concurrencies: list[int]) -> list[tuple[Run, Drain]]:
@@ -197,27 +210,29 @@ def runs(concurrencies: list[int]) -> list[tuple[Run, Drain]]:
     return found
 
 
-def measure(args: argparse.Namespace, server: str, proxy: str, counter: Any) -> list[Run]:
-    filler = boto3.session.Session().client("sqs", **credentials(server))
+def measure(args: argparse.Namespace, server: Server, proxy: str, counter: Any) -> list[Run]:
+    filler = boto3.session.Session().client("sqs", **credentials(server.endpoint))
     table = runs(args.concurrency)
     stamp = time.monotonic_ns()
     for round_ in range(args.rounds):
         for index, (run, drain) in enumerate(table):
             queue = f"bench-latency-{stamp}-{round_}-{index}"
             fill(filler, queue, args.messages)
-            before, cpu = counter.value, time.process_time()
+            before, cpu, server_cpu = counter.value, time.process_time(), server.cpu_seconds()
             tally = drain(proxy, queue, args.messages, run.concurrency or 1)
             cpu = time.process_time() - cpu
+            server_cpu = server.cpu_seconds() - server_cpu
             requests = counter.value - before
             handled = len(tally.seen)
             assert handled == args.messages, f"{run.name}: {handled} of {args.messages} handled"
             run.rates.append(handled / (tally.last - tally.started))
             run.requests.append(requests / handled)
             run.cpu.append(cpu / handled * 1e6)
+            run.server_cpu.append(server_cpu / handled * 1e6)
             print(
                 f"  round {round_ + 1}: {run.name} {run.concurrency or '-'}: "
                 f"{run.rates[-1]:.0f} msg/s, {run.requests[-1]:.3f} requests/msg, "
-                f"client CPU {run.cpu[-1]:.0f} us/msg",
+                f"client CPU {run.cpu[-1]:.0f} us/msg, server CPU {run.server_cpu[-1]:.0f} us/msg",
                 flush=True,
             )
     return [run for run, _ in table]
@@ -227,13 +242,13 @@ def report(table: list[Run], args: argparse.Namespace) -> None:
     loop = statistics.median(table[0].rates)
     print(
         f"\n{args.messages} messages a drain, {args.delay_ms:g} ms added to every request, "
-        f"median of {args.rounds} round(s)"
+        f"median of {args.rounds} round(s), local SQS: {args.server}"
     )
     parallel = [run for run in table if run.name == "boto3 threads"]
     threads = {run.concurrency: statistics.median(run.rates) for run in parallel}
     print(
         f"  {'':14} {'max_concurrency':>15} {'msg/s':>7} {'vs loop':>8} {'vs threads':>10} "
-        f"{'requests/msg':>13} {'client CPU us/msg':>17}"
+        f"{'requests/msg':>13} {'client CPU us/msg':>17} {'server CPU us/msg':>17}"
     )
     for run in table:
         rate = statistics.median(run.rates)
@@ -241,12 +256,19 @@ def report(table: list[Run], args: argparse.Namespace) -> None:
         versus = f"{rate / ceiling:10.2f}" if ceiling else f"{'-':>10}"
         print(
             f"  {run.name:14} {run.concurrency or '-':>15} {rate:7.0f} {rate / loop:8.2f} "
-            f"{versus} {statistics.median(run.requests):13.3f} {statistics.median(run.cpu):17.0f}"
+            f"{versus} {statistics.median(run.requests):13.3f} {statistics.median(run.cpu):17.0f} "
+            f"{statistics.median(run.server_cpu):17.0f}"
         )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--server",
+        choices=["moto", "lean"],
+        default="moto",
+        help="the local SQS: moto's, or bench/_lean_sqs.py's (in memory, far less CPU)",
+    )
     parser.add_argument("--delay-ms", type=float, default=20.0, help="added to every request")
     parser.add_argument("--messages", type=int, default=2000, help="messages per drain")
     parser.add_argument(
@@ -258,15 +280,16 @@ def main() -> None:
         "--proxy-lifetime", type=float, default=1800.0, help="the proxy stops after this (s)"
     )
     args = parser.parse_args()
+    start_server = lean_sqs if args.server == "lean" else local_sqs
     with (
-        local_sqs(SERVER_LIFETIME_SECONDS) as info,
+        start_server(SERVER_LIFETIME_SECONDS) as info,
         delay_proxy(
             info.endpoint, args.delay_ms / 1000, args.max_connections, args.proxy_lifetime
         ) as (proxy, counter),
     ):
         print(info.versions("sqsbatch", "boto3", "aioboto3", "moto"))
-        print(f"local SQS at {info.endpoint}, delaying proxy at {proxy}")
-        report(measure(args, info.endpoint, proxy, counter), args)
+        print(f"local SQS ({args.server}) at {info.endpoint}, delaying proxy at {proxy}")
+        report(measure(args, info, proxy, counter), args)
     print(f"\ncommand: {command()}")
 
 

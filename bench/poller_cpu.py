@@ -1,11 +1,14 @@
 """Client CPU per consumed message and throughput: `Consumer`, `AsyncConsumer`, a boto3 loop.
 
     .venv/bin/python bench/poller_cpu.py [--messages 1000] [--rounds 5] [--concurrency 1 4]
-        [--bodies foreign|sqsbatch]
+        [--bodies foreign|sqsbatch] [--server moto|lean]
 
-The local SQS (moto's server, `sqsbatch.local.LocalSqs`, with sqsbatch's moto speed-up as
-`LocalSqs.start()` applies it) runs in a child process, so the CPU of this process is the
-client's alone: `time.process_time()` (every thread) from the start of a drain to its end.
+The local SQS runs in a child process, so the CPU of this process is the client's alone:
+`time.process_time()` (every thread) from the start of a drain to its end. `--server moto`
+(the default) is moto's server, `sqsbatch.local.LocalSqs`, with sqsbatch's moto speed-up as
+`LocalSqs.start()` applies it; `--server lean` is bench/_lean_sqs.py, a bench-only in-memory
+SQS that answers in a few tens of µs and keeps connections alive (moto's closes each one after
+its answer): the client's CPU then varies far less with the server's, run to run.
 
 Each round fills a fresh queue with `--messages` messages (SendMessageBatch of 10, not timed;
 the queue never gets deeper than that: moto's receive slows with depth) and drains it with each
@@ -48,6 +51,7 @@ from typing import Any
 
 import aioboto3
 import boto3
+from _lean_sqs import lean_sqs
 from _local import Server, command, hand_round, local_sqs
 from botocore.config import Config
 
@@ -388,13 +392,20 @@ def main() -> None:
         "--concurrency", type=int, nargs="+", default=[1, 4], help="the pollers' max_concurrency"
     )
     parser.add_argument(
+        "--server",
+        choices=["moto", "lean"],
+        default="moto",
+        help="the local SQS: moto's, or bench/_lean_sqs.py's (in memory, far less CPU, keep-alive)",
+    )
+    parser.add_argument(
         "--bodies",
         choices=("foreign", "sqsbatch"),
         default="foreign",
         help="raw JSON text, or sent by sqsbatch's Producer (its attribute, JSON bodies)",
     )
     args = parser.parse_args()
-    with local_sqs(SERVER_LIFETIME_SECONDS) as server:
+    start_server = lean_sqs if args.server == "lean" else local_sqs
+    with start_server(SERVER_LIFETIME_SECONDS) as server:
         print(server.versions("sqsbatch", "boto3", "aioboto3", "moto"))
         print(f"bodies: {args.bodies}; local SQS in a child process at {server.endpoint}")
         for concurrency in args.concurrency:
