@@ -29,11 +29,13 @@ body (a body sqsbatch's Producer sent as JSON is decoded by sqsbatch itself) and
   handled, so no idle tail is timed. Their start (GetQueueUrl, GetQueueAttributes) is counted;
   building the client (boto3 or aiobotocore, entered once) is not.
 
-Printed per contender: client CPU us/message (min and median over rounds), its ratio to the
-loop's of its flavour (boto3 for Consumer, aioboto3 for AsyncConsumer; both also against the
-boto3 loops), messages/s (from the start of a drain to the end of the last handler call), requests
-per message (botocore's `before-send`, retries included) and the local SQS's CPU per message
-(the child's utime+stime from /proc; moto's cost, not the client's).
+Printed per contender: client CPU us/message (min and median over rounds) and its ratio to the
+loop of its flavour (boto3 for Consumer, aioboto3 for AsyncConsumer; both also against the boto3
+loops): of the mins, of the medians, and paired (the median of each round's own ratio, which a
+slow minute of this shared machine moves least); messages/s (from the start of a drain to the
+end of the last handler call) and its paired ratio to the loop's; requests per message
+(botocore's `before-send`, retries included) and the local SQS's CPU per message (the child's
+utime+stime from /proc; the server's cost, not the client's).
 """
 
 from __future__ import annotations
@@ -348,27 +350,31 @@ def report(contenders: list[Contender], messages: int, concurrency: int) -> None
     print(
         "  every client has sqsbatch's client_config (botocore's standard retry mode) but "
         "'loop, legacy' (botocore's default Config, legacy mode); vs loop: to the loop of the "
-        "same flavour (boto3 or aioboto3)"
+        "same flavour (boto3 or aioboto3); paired: the median of each round's own ratio (a "
+        "contender and its loop drained within seconds of each other, so a slow minute of the "
+        "machine counts for both)"
     )
     print(
-        f"  {'':14} {'client CPU us/msg':>17} {'vs loop':>13} {'msg/s':>7} "
+        f"  {'':14} {'client CPU us/msg':>17} {'CPU vs loop':>20} {'msg/s':>15} "
         f"{'requests':>9} {'server CPU':>11}"
     )
-    units = ("min", "median", "min", "median", "median", "/msg", "us/msg")
-    widths = (7, 9, 6, 6, 7, 9, 11)
+    units = ("min", "median", "min", "median", "paired", "median", "paired", "/msg", "us/msg")
+    widths = (7, 9, 6, 6, 6, 7, 7, 9, 11)
     print(f"  {'':14} " + " ".join(f"{u:>{w}}" for u, w in zip(units, widths, strict=True)))
     cpu = {c.name: cpu_per_message(c, messages) for c in contenders}
+    rates = {c.name: [messages / d.seconds for d in c.runs] for c in contenders}
     for contender in contenders:
-        mine, loop = cpu[contender.name], cpu[contender.baseline]
+        name, base = contender.name, contender.baseline
+        mine, loop = cpu[name], cpu[base]
         ratio = statistics.median(mine) / statistics.median(loop)
         runs = contender.runs
-        rate = statistics.median(messages / d.seconds for d in runs)
         requests = statistics.median(d.requests / messages for d in runs)
         server = statistics.median(d.server_cpu / messages * 1e6 for d in runs)
         print(
-            f"  {contender.name:14} {min(mine):7.1f} {statistics.median(mine):9.1f} "
-            f"{min(mine) / min(loop):6.2f} {ratio:6.2f} "
-            f"{rate:7.0f} {requests:9.3f} {server:11.0f}"
+            f"  {name:14} {min(mine):7.1f} {statistics.median(mine):9.1f} "
+            f"{min(mine) / min(loop):6.2f} {ratio:6.2f} {paired(mine, loop):6.2f} "
+            f"{statistics.median(rates[name]):7.0f} {paired(rates[name], rates[base]):7.2f} "
+            f"{requests:9.3f} {server:11.0f}"
         )
     for base in ("boto3 loop", "loop, legacy"):
         against = ", ".join(
@@ -376,6 +382,11 @@ def report(contenders: list[Contender], messages: int, concurrency: int) -> None
             for name in ("Consumer", "AsyncConsumer")
         )
         print(f"  vs {base} (median): {against}")
+
+
+def paired(mine: list[float], base: list[float]) -> float:
+    """The median of round-by-round ratios (round i of each: drained in the same minute)."""
+    return statistics.median(m / b for m, b in zip(mine, base, strict=True))
 
 
 def cpu_per_message(contender: Contender, messages: int) -> list[float]:
