@@ -48,6 +48,8 @@ class Split:
     deliveries: list[_Delivery]
     postpone: TwoPhase | None
     early: list[_Delivery] = field(default_factory=list)
+    plain: bool = False
+    """No message carries sqsbatch's attribute: none has a deadline of its producer's either."""
 
 
 def split_received(
@@ -63,7 +65,10 @@ def split_received(
     messages that are not due yet are not delivered."""
     hidden_until = received_at + visibility
     deliveries = [ReceivedDelivery(item, received_at, hidden_until) for item in raw]
-    return split_deliveries(deliveries, queue_url=queue_url, wall_now=wall_now, limits=limits)
+    plain = all(delivery.envelope is FOREIGN for delivery in deliveries)
+    return split_deliveries(
+        deliveries, queue_url=queue_url, wall_now=wall_now, limits=limits, plain=plain
+    )
 
 
 class ReceivedDelivery(_Delivery):
@@ -158,7 +163,7 @@ def split_deliveries(
     `plain`: no message carries sqsbatch's attribute, so none can be a hop (nothing to read).
     """
     if plain:
-        return Split(list(deliveries), None)
+        return Split(list(deliveries), None, plain=True)
     early = [d for d in deliveries if d.due_at is not None and is_premature(d.decoded, wall_now)]
     if not early:
         return Split(list(deliveries), None)

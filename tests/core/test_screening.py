@@ -141,8 +141,11 @@ def test_doomed_messages_go_where_the_queue_sends_its_dead(
         assert closing.entries.first[0].params["VisibilityTimeout"] == delay
 
 
-def receiving(*messages: dict[str, Any], now: float) -> tuple[Any, ScriptedSqs]:
+def receiving(
+    *messages: dict[str, Any], now: float, screen: Screen | None = None
+) -> tuple[Any, ScriptedSqs]:
     client = ScriptedSqs(receive_message=[lambda params: {"Messages": list(messages)}])
+    how = screen if screen is not None else Screen(max_message_age=60, body_model=BodyModel(Order))
     flow = receive(
         "orders",
         URL,
@@ -153,7 +156,7 @@ def receiving(*messages: dict[str, Any], now: float) -> tuple[Any, ScriptedSqs]:
         wall_clock=lambda: now,
         errors=ReceiveErrors(),
         random=_Low(),
-        screening=Screening(context(), Screen(max_message_age=60, body_model=BodyModel(Order))),
+        screening=Screening(context(), how),
     )
     return drive(client, flow)[0], client
 
@@ -195,6 +198,22 @@ def test_receive_dead_letters_the_expired_and_the_invalid_and_delivers_the_rest(
     }
     _, line = received.line
     assert "dead-lettered before the handler on orders: m1 (expired), m2 (invalid_body)" in line
+
+
+@pytest.mark.parametrize("expired", [False, True])
+def test_without_max_message_age_or_body_model_only_a_producers_deadline_screens(
+    expired: bool,
+) -> None:
+    # Given a consumer that screens nothing of its own, and foreign messages (no attribute)
+    foreign = [raw(0, "a"), raw(1, "b")]
+    ours = [raw(2, "1", content_type="json", expires_at=SENT + 5)] if expired else []
+    # When a receive brings them (with, or without, one of ours past its producer's deadline)
+    received, client = receiving(*foreign, *ours, now=SENT + 30, screen=Screen())
+    # Then the foreign ones are delivered, and only the expired one of ours is dead-lettered
+    assert [d.id for d in received.deliveries] == ["m0", "m1"]
+    calls = ["receive_message", "send_message_batch", "delete_message_batch"]
+    assert [op for op, _ in client.calls] == (calls if expired else calls[:1])
+    assert received.counts.get("dead_lettered:expired", 0) == int(expired)
 
 
 def test_a_hop_received_early_is_postponed_even_past_its_deadline() -> None:
