@@ -22,6 +22,9 @@ body (a body sqsbatch's Producer sent as JSON is decoded by sqsbatch itself) and
   has the pollers' `Config` (`sqsbatch._botocore.client_config()`: botocore's standard retry
   mode), so that the ratios compare the same botocore work; "loop, legacy" is the same loop on
   botocore's default client (legacy retry mode, a little cheaper per call), printed beside.
+- boto3 threads (above `max_concurrency` 1): N threads, each that loop, on one client with a
+  connection per thread: what threads themselves cost in CPython, the like-for-like reference
+  for `Consumer` there (its ratio is to the sequential loop too).
 - aioboto3 loop: the same loop written for aioboto3, the async flavour's own baseline
   (aiobotocore costs more CPU per call than botocore).
 - Consumer / AsyncConsumer: `ConsumerConfig(max_batch_size=10, max_batch_timeout=0,
@@ -44,6 +47,7 @@ import argparse
 import asyncio
 import json
 import statistics
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -179,8 +183,7 @@ class Loop(Contender):
         )
         self.counts = count_requests(self.client)
 
-    @staticmethod
-    def config() -> Config | None:
+    def config(self) -> Config | None:
         return client_config()
 
     def requests(self) -> int:
@@ -199,9 +202,30 @@ class LegacyLoop(Loop):
 
     name = "loop, legacy"
 
-    @staticmethod
-    def config() -> Config | None:
+    def config(self) -> Config | None:
         return None
+
+
+class ThreadedLoop(Loop):
+    """N threads, each the loop, on one boto3 client with a connection per thread (boto3 clients
+    are thread-safe): what threads themselves cost in CPython (the GIL handed back and forth on
+    every call), the like-for-like reference for `Consumer` above `max_concurrency` 1. Its
+    ratio is to the sequential loop, as every other's."""
+
+    name = "boto3 threads"
+
+    def config(self) -> Config | None:
+        return client_config(max_pool_connections=self.concurrency)
+
+    def drain(self, queue: str, tally: Tally) -> None:
+        loop = super().drain
+        threads = [
+            threading.Thread(target=loop, args=(queue, tally)) for _ in range(self.concurrency)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
 
 
 def consumer_config(concurrency: int) -> ConsumerConfig:
@@ -325,6 +349,8 @@ class Tasks(Contender):
 
 def run(server: Server, args: argparse.Namespace, concurrency: int) -> list[Contender]:
     kinds: list[Callable[[Server, int], Contender]] = [Loop, Threads, AsyncLoop, Tasks, LegacyLoop]
+    if concurrency > 1:
+        kinds.insert(1, ThreadedLoop)
     contenders = [kind(server, concurrency) for kind in kinds]
     filler = boto3.session.Session().client("sqs", **credentials(server.endpoint))
     stamp = time.monotonic_ns()
