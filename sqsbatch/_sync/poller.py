@@ -350,6 +350,8 @@ class Consumer:
         runs on in this slot's thread, unwaited)."""
         batch = MessageBatch(self._require_context().name, deliveries)
         running = _Running(batch, tracing.start(batch), self._clock(), self._wall_clock())
+        with self._lock:
+            self._handlers[id(batch)] = running.started
         try:
             ended = self._supervise(running, idle_seconds)
             if ended is None:
@@ -372,8 +374,6 @@ class Consumer:
         (timed out, what it raised); None when the watcher gave up on it (threads)."""
         batch = running.batch
         watch = Watch.start(running.started, self.config)
-        with self._lock:
-            self._handlers[id(batch)] = running.started
 
         def heartbeat() -> None:
             self._heartbeat(batch)

@@ -66,6 +66,8 @@ class Watcher:
         self._stopping = False
         self.wakes = 0
         """How many times the thread looked at its heap (for tests)."""
+        self.notifies = 0
+        """How many times a ticket woke the thread before its plan (for tests)."""
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -82,7 +84,7 @@ class Watcher:
                 )
                 self._thread.start()
             elif wake_at < self._plan:
-                self._cond.notify()
+                self._wake()
         return ticket
 
     def disarm(self, ticket: Ticket) -> bool:
@@ -114,6 +116,11 @@ class Watcher:
             thread = self._thread
         if thread is not None:
             thread.join()
+
+    def _wake(self) -> None:
+        self.notifies += 1
+        self._plan = -math.inf  # woken: no second notify until it has looked again
+        self._cond.notify()
 
     def _push(self, ticket: Ticket) -> None:
         ticket.queued = True
@@ -157,4 +164,4 @@ class Watcher:
             if ticket.due is not None and not self._stopping:
                 self._push(ticket)
                 if wake_at < self._plan:
-                    self._cond.notify()
+                    self._wake()
