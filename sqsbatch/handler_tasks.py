@@ -2,8 +2,11 @@
 
 An `async def` handler runs as a task of its own so that it can be cancelled at
 `handler_timeout`; what it raised, or that someone else cancelled it, is read from the finished
-task. A sync handler runs on a thread of its own (`HandlerThread`) so that the caller can stop
-waiting at the deadline and settle; such a thread cannot be killed and runs on, unwaited.
+task. A sync handler runs on a thread of its own (`HandlerThread`, for the Lambda adapter and
+`sqsbatch.testing`) so that the caller can stop waiting at the deadline and settle; such a thread
+cannot be killed and runs on, unwaited. (The sync poller calls its handler inline on the slot's
+thread instead, and its `Watcher` keeps the time: `sqsbatch/_sync/watcher.py`.) `Workers` are
+the kept daemon threads of both.
 """
 
 from __future__ import annotations
