@@ -9,10 +9,13 @@ and the tests wait for states, never for guessed times.
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextvars import ContextVar
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -191,32 +194,52 @@ def test_a_handler_stuck_past_its_timeout_is_settled_without_it_and_not_waited_f
     consumer = Consumer(name, handler, config, client=sqs, limits=SqsLimits(max_wait_seconds=1))
     run = consumer.run if ending == "stop" else lambda: consumer.run_until_idle(1.0)
     runner = in_thread(run)
-    runner.join(WAIT * 2)
+    try:
+        runner.join(WAIT * 2)
 
-    # Then the run ended while the handler still hangs: the batch was settled as timed out
-    # (retried at once, retry_delay 0), and a replacement slot handled what came next
-    assert not runner.is_alive(), "the run waited for a stuck handler"
-    assert not finished.is_set()
-    assert consumer.stats.handler_timeouts == 1
-    if ending == "run_until_idle":
-        assert recorder.attempts() == {"stuck": [1, 2], "later": [1]}
-        assert depth(sqs, name) == 0
-    else:
-        assert recorder.attempts()["later"] == [1]
-    assert threads["later 1"] != threads["stuck 1"]
-    [stuck_span] = [
-        s for s in spans.named(f"process {name}") if s.status.status_code.name == "ERROR"
-    ]
-    assert (stuck_span.attributes or {})["error.type"] == "HandlerTimeout"
+        # Then the run ended while the handler still hangs: the batch was settled as timed out
+        # (retried at once, retry_delay 0), and a replacement slot handled what came next
+        assert not runner.is_alive(), "the run waited for a stuck handler"
+        assert not finished.is_set()
+        assert consumer.stats.handler_timeouts == 1
+        if ending == "run_until_idle":
+            assert recorder.attempts() == {"stuck": [1, 2], "later": [1]}
+            assert depth(sqs, name) == 0
+        else:
+            assert recorder.attempts()["later"] == [1]
+        assert threads["later 1"] != threads["stuck 1"]
+        [stuck_span] = [
+            s for s in spans.named(f"process {name}") if s.status.status_code.name == "ERROR"
+        ]
+        assert (stuck_span.attributes or {})["error.type"] == "HandlerTimeout"
 
-    # And when the handler ends at last, its ack is ignored and nothing else happens
-    stats, requests = consumer.stats.as_dict(), consumer.requests
-    with caplog.at_level(logging.WARNING, logger="sqsbatch"):
-        gate.set()
-        assert finished.wait(WAIT)
-        wait_for_log(caplog, "ignored ack() on message")
-    assert consumer.stats.as_dict() == stats and consumer.requests == requests
-    assert "Failed to detach context" not in caplog.text
+        # And when the handler ends at last, its ack is ignored and nothing else happens
+        stats, requests = consumer.stats.as_dict(), consumer.requests
+        with caplog.at_level(logging.WARNING, logger="sqsbatch"):
+            gate.set()
+            assert finished.wait(WAIT)
+            wait_for_log(caplog, "ignored ack() on message")
+            wait_until_idle(threads["stuck 1"])  # its slot's thread is done with the batch
+        assert consumer.stats.as_dict() == stats and consumer.requests == requests
+        assert "Failed to detach context" not in caplog.text
+    finally:
+        gate.set()  # the stuck thread ends, whatever failed above
+
+
+def wait_until_idle(ident: int) -> None:
+    """Wait until thread `ident` has left the poller's code (back in its pool, or ended)."""
+    deadline = time.monotonic() + WAIT
+    while in_poller(sys._current_frames().get(ident)):
+        assert time.monotonic() < deadline, "the slot's thread never left the poller"
+        time.sleep(0.01)
+
+
+def in_poller(frame: FrameType | None) -> bool:
+    while frame is not None:
+        if frame.f_code.co_filename.endswith(os.path.join("_sync", "poller.py")):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def wait_for_log(caplog: Any, text: str) -> None:

@@ -189,6 +189,7 @@ def test_a_handler_returning_at_its_deadline_has_exactly_one_owner(
     give_ups: list[int] = []
     runs: list[HandlerRun] = []
     watch = Watch(deadline=10.0, visibility_timeout=30)
+    unit_ended = threading.Event()
 
     def give_up() -> None:
         give_ups.append(1)
@@ -205,10 +206,12 @@ def test_a_handler_returning_at_its_deadline_has_exactly_one_owner(
         batch: Any = Batch()
         runs.append(HandlerRun(handler, batch, watch, lambda: None, give_up))
         clock.now = 10.0  # the deadline, once the handler has returned
+        unit_ended.set()
 
-    # When the slot's unit runs it
+    # When the slot's unit runs it (a unit given up on is not waited for: wait for it here)
     with Slots(1, clock) as slots:
         slots.start(unit, None)
+    assert unit_ended.wait(WAIT)
 
     # Then exactly one of them settled the batch
     [run] = runs
