@@ -28,6 +28,7 @@ import random
 import signal
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from sqsbatch import tracing
@@ -457,16 +458,12 @@ class AsyncConsumer:
         self.stop()
 
 
+@dataclass(slots=True)
 class _Running:
     """A batch handed to the handler, and what its end needs (by the slot or the watcher)."""
 
-    __slots__ = ("batch", "closed", "delivered_at", "started", "trace")
-
-    def __init__(
-        self, batch: MessageBatch, trace: tracing.BatchTrace, started: float, delivered_at: float
-    ) -> None:
-        self.batch = batch
-        self.trace = trace
-        self.started = started
-        self.delivered_at = delivered_at
-        self.closed = False
+    batch: MessageBatch
+    trace: tracing.BatchTrace
+    started: float
+    delivered_at: float
+    closed: bool = False
