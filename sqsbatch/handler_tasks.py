@@ -2,8 +2,11 @@
 
 An `async def` handler runs as a task of its own so that it can be cancelled at
 `handler_timeout`; what it raised, or that someone else cancelled it, is read from the finished
-task. A sync handler runs on a thread of its own (`HandlerThread`) so that the caller can stop
-waiting at the deadline and settle; such a thread cannot be killed and runs on, unwaited.
+task. A sync handler runs on a thread of its own (`HandlerThread`, for the Lambda adapter and
+`sqsbatch.testing`) so that the caller can stop waiting at the deadline and settle; such a thread
+cannot be killed and runs on, unwaited. (The sync poller calls its handler inline on the slot's
+thread instead, and its `Watcher` keeps the time: `sqsbatch/_sync/watcher.py`.) `Workers` are
+the kept daemon threads of both.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ __all__ = [
     "CANCEL_GRACE_SECONDS",
     "Done",
     "HandlerThread",
+    "Workers",
     "awaited",
     "cancel_handler",
     "handler_failure",
@@ -142,9 +146,9 @@ MAX_IDLE_WORKERS = 64
 class _Worker:
     """A daemon thread that runs the calls it is handed, one after another."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str) -> None:
         self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
-        threading.Thread(target=self._work, name="sqsbatch-handler", daemon=True).start()
+        threading.Thread(target=self._work, name=name, daemon=True).start()
 
     def submit(self, job: Callable[[], None] | None) -> None:
         self._jobs.put(job)
@@ -155,27 +159,43 @@ class _Worker:
             del job  # the batch it holds is not kept (nor freed here, later) until the next
 
 
-_IDLE: list[_Worker] = []
-_IDLE_LOCK = threading.Lock()
+class Workers:
+    """Daemon threads kept for later calls (`take` one, hand it a call, `give_back` when the
+    call is done); at most `max_idle` wait, more end. A call that never ends keeps its thread."""
+
+    def __init__(self, name: str, max_idle: int = MAX_IDLE_WORKERS) -> None:
+        self._name = name
+        self._max_idle = max_idle
+        self._idle: list[_Worker] = []
+        self._lock = threading.Lock()
+        _POOLS.append(self)
+
+    def take(self) -> _Worker:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return _Worker(self._name)
+
+    def give_back(self, worker: _Worker) -> None:
+        with self._lock:
+            if len(self._idle) < self._max_idle:
+                self._idle.append(worker)
+                return
+        worker.submit(None)  # enough are waiting: this thread ends
+
+    def forget(self) -> None:
+        self._idle.clear()  # a forked child has none of its parent's threads
 
 
-def _take() -> _Worker:
-    with _IDLE_LOCK:
-        if _IDLE:
-            return _IDLE.pop()
-    return _Worker()
-
-
-def _give_back(worker: _Worker) -> None:
-    with _IDLE_LOCK:
-        if len(_IDLE) < MAX_IDLE_WORKERS:
-            _IDLE.append(worker)
-            return
-    worker.submit(None)  # enough are waiting: this thread ends
+_POOLS: list[Workers] = []
+_HANDLER_WORKERS = Workers("sqsbatch-handler")
+_take = _HANDLER_WORKERS.take
+_give_back = _HANDLER_WORKERS.give_back
 
 
 def _forget_idle() -> None:
-    _IDLE.clear()  # a forked child has none of its parent's threads
+    for pool in _POOLS:
+        pool.forget()
 
 
 os.register_at_fork(after_in_child=_forget_idle)

@@ -74,6 +74,16 @@ class BatchTrace:
 
     def end(self) -> None:
         """The batch is settled: the span ends and is no longer current."""
+        try:
+            self.leave()
+        finally:
+            self.finish()
+
+    def finish(self) -> None:
+        """The batch is settled: the span ends (from any thread; `leave` still to come)."""
+
+    def leave(self) -> None:
+        """The span is no longer current, on the thread (and context) that started it."""
 
 
 OFF = BatchTrace()
@@ -157,13 +167,13 @@ class _Traced(BatchTrace):
             return flow
         return _traced_calls(flow, self._tracer, self._span)
 
-    def end(self) -> None:
+    def finish(self) -> None:
+        self._span.end()
+
+    def leave(self) -> None:
         from opentelemetry import context  # noqa: PLC0415
 
-        try:
-            context.detach(self._token)
-        finally:
-            self._span.end()
+        context.detach(self._token)
 
 
 def _traced_calls(flow: Flow[T], tracer: Tracer, parent: Span) -> Flow[T]:

@@ -7,6 +7,7 @@ once on top of these, and unasync makes their sync twins.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext, suppress
 from typing import TYPE_CHECKING, Any, Protocol
@@ -17,6 +18,7 @@ from sqsbatch._botocore import (
     client_config,
     receives_fail_fast,
 )
+from sqsbatch._core.heartbeat import Watch
 from sqsbatch.handler_tasks import awaited, cancel_handler, handler_failure
 from sqsbatch.lifecycle import graceful_loop_signals as graceful
 from sqsbatch.message import MessageBatch
@@ -147,7 +149,7 @@ class Slots:
     """The poller's units of work, one task each; leaving the block waits for every one
     (graceful: receivers deliver, in-flight batches finish and settle)."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, clock: Callable[[], float] = time.monotonic) -> None:
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def __aenter__(self) -> Slots:
@@ -170,9 +172,18 @@ _ABANDONED: set[asyncio.Task[object]] = set()
 
 
 class HandlerRun:
-    """A handler running on a batch, as a task of its own so that it can be cancelled."""
+    """A handler running on a batch, as a task of its own so that it can be cancelled; the
+    slot's own `_watch` loop keeps its messages hidden and gives up at `handler_timeout`
+    (`watch`, `heartbeat` and `give_up` are the threads twin's, for its `Watcher`)."""
 
-    def __init__(self, handler: AsyncBatchHandler, batch: MessageBatch) -> None:
+    def __init__(
+        self,
+        handler: AsyncBatchHandler,
+        batch: MessageBatch,
+        watch: Watch,
+        heartbeat: Callable[[], Awaitable[None]],
+        give_up: Callable[[], Awaitable[None]],
+    ) -> None:
         self._task: asyncio.Task[object] = asyncio.create_task(awaited(handler(batch)))
 
     def done(self) -> bool:
@@ -191,3 +202,7 @@ class HandlerRun:
 
     def failure(self) -> BaseException | None:
         return handler_failure(self._task)
+
+    def taken(self) -> bool:
+        """Whether something else settled the batch without the slot: never, here."""
+        return False

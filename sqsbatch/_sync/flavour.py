@@ -6,10 +6,11 @@ generated from the asyncio sources by unasync.
 
 from __future__ import annotations
 
+import contextvars
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -19,7 +20,9 @@ from sqsbatch._botocore import (
     client_config,
     receives_fail_fast,
 )
-from sqsbatch.handler_tasks import HandlerThread
+from sqsbatch._core.heartbeat import Watch
+from sqsbatch._sync.watcher import Watcher
+from sqsbatch.handler_tasks import Workers
 from sqsbatch.lifecycle import graceful_signals as graceful
 from sqsbatch.message import MessageBatch
 
@@ -41,6 +44,8 @@ __all__ = [
 ]
 
 HANDLER_IS_ASYNC = False
+
+log = logging.getLogger("sqsbatch")
 
 
 class BatchHandler(Protocol):
@@ -119,39 +124,134 @@ class Flag:
 
 
 class Slots:
-    """The poller's units of work, on a pool of `size` threads; leaving the block waits for every
-    one (graceful: receivers deliver, in-flight batches finish and settle)."""
+    """The poller's units of work, each on a kept daemon thread, and the `Watcher` that keeps
+    time for their handlers. Leaving the block waits for every unit (graceful: receivers deliver,
+    in-flight batches finish and settle) but one released early: past `handler_timeout`, the
+    watcher settles a batch without its handler and releases the unit, whose thread runs on,
+    unwaited, in the handler. The loop may then start another unit (`Receivers`, not this,
+    bounds the slots in use), so more threads than `size` can exist for a while."""
 
-    def __init__(self, size: int) -> None:
-        self._pool = ThreadPoolExecutor(size, "sqsbatch-slot")
+    def __init__(self, size: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.watcher = Watcher(clock)
+        self._cond = threading.Condition(threading.Lock())
+        self._running = 0
 
     def __enter__(self) -> Slots:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._pool.shutdown(wait=True)
+        with self._cond:
+            self._cond.wait_for(lambda: self._running == 0)
+        self.watcher.stop()
 
     def start(self, work: Callable[[float | None], None], arg: float | None) -> None:
-        self._pool.submit(work, arg)
+        unit = _Unit(self)
+        with self._cond:
+            self._running += 1
+        worker = _SLOT_WORKERS.take()
+
+        def run_unit() -> None:
+            _here.unit = unit
+            try:
+                work(arg)
+            except BaseException:  # a bug of ours: the unit ends, its worker does not
+                log.exception("a slot's unit of work failed")
+            finally:
+                _here.unit = None
+                unit.release()
+                _SLOT_WORKERS.give_back(worker)
+
+        worker.submit(run_unit)
+
+    def _release(self, unit: _Unit) -> None:
+        with self._cond:
+            if unit.released:
+                return
+            unit.released = True
+            self._running -= 1
+            if self._running == 0:
+                self._cond.notify_all()
+
+
+class _Unit:
+    """One unit of work of `Slots`, counted until it ends or is released (given up)."""
+
+    __slots__ = ("released", "slots")
+
+    def __init__(self, slots: Slots) -> None:
+        self.slots = slots
+        self.released = False
+
+    def release(self) -> None:
+        self.slots._release(self)
+
+
+_SLOT_WORKERS = Workers("sqsbatch-slot")
+_here = threading.local()
+"""`unit`: the `_Unit` that the current thread runs (None between units)."""
 
 
 class HandlerRun:
-    """A handler running on a batch, on a thread of its own so that the slot can keep its
-    messages hidden and stop waiting at `handler_timeout`."""
+    """A handler running on a batch, inline on the slot's own thread, in a copy of its context
+    (`contextvars`, as a task would: the batch's span is current, the handler's own changes do
+    not leak into the slot's). Meanwhile the poller's `Watcher` keeps its messages hidden
+    (`heartbeat`) and, past `handler_timeout`, gives up on it: the batch is settled as timed
+    out without it (`give_up`) and the slot's unit released, while the handler runs on,
+    unwaited (a thread cannot be stopped; its later `ack()`/`retry()` calls are ignored).
 
-    def __init__(self, handler: BatchHandler, batch: MessageBatch) -> None:
-        self._thread = HandlerThread(handler, batch)
+    Done once constructed; `taken()` says whether the watcher settled the batch."""
+
+    def __init__(
+        self,
+        handler: BatchHandler,
+        batch: MessageBatch,
+        watch: Watch,
+        heartbeat: Callable[[], None],
+        give_up: Callable[[], None],
+    ) -> None:
+        unit: _Unit | None = getattr(_here, "unit", None)
+        if unit is None:
+            raise RuntimeError("a sync HandlerRun runs in a unit of work of Slots")
+        watcher = unit.slots.watcher
+        clock = watcher.clock
+        deliveries = batch._deliveries
+
+        def due() -> float | None:  # on a watcher's thread, while the handler runs
+            if watch.timed_out(clock()):
+                try:
+                    give_up()
+                finally:
+                    unit.release()
+                return None
+            try:
+                heartbeat()
+            except Exception:  # a bug of ours: no more heartbeats, the deadline still holds
+                log.exception("a heartbeat of %s failed", batch.queue)
+                return watch.deadline
+            return watch.wake_at(deliveries)
+
+        ticket = watcher.arm(watch.wake_at(deliveries), due)
+        del due
+        self._failure: BaseException | None = None
+        try:
+            contextvars.copy_context().run(handler, batch)
+        except BaseException as exc:  # any failure, SystemExit too, fails the batch
+            self._failure = exc
+        self._taken = not watcher.disarm(ticket)
 
     def done(self) -> bool:
-        return self._thread.done.is_set()
+        return True
 
     def wait(self, timeout: float) -> bool:
         """Wait until it is done, or `timeout` seconds; whether it is done."""
-        return self._thread.done.wait(timeout)
+        return True
 
     def abandon(self, queue: str) -> None:
-        """Past `handler_timeout`: a thread cannot be stopped; it runs on, unwaited, and its
-        later `ack()`/`retry()` calls are ignored."""
+        """Past `handler_timeout`: the watcher gives up on it, never the slot (`taken`)."""
 
     def failure(self) -> BaseException | None:
-        return self._thread.failure
+        return self._failure
+
+    def taken(self) -> bool:
+        """Whether the watcher gave up on the handler and settled the batch without it."""
+        return self._taken

@@ -28,6 +28,7 @@ import random
 import signal
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from sqsbatch import tracing
@@ -37,7 +38,6 @@ from sqsbatch._core.context import QueueContext
 from sqsbatch._core.flows import ReceiveErrors, Screening, heartbeat, read_settings, receive, settle
 from sqsbatch._core.handlers import check_handler
 from sqsbatch._core.heartbeat import Watch
-from sqsbatch._core.ledger import Outcome
 from sqsbatch._core.liveness import Liveness, Pulse, all_busy, default_stall_seconds
 from sqsbatch._core.metrics import batch_sample
 from sqsbatch._core.queue_settings import check_dead_letter_queue
@@ -191,7 +191,7 @@ class Consumer:
         with opened(self._sqs, connections_for(self.config), **timeouts):
             self._context = self._start()
             try:
-                with Slots(self.config.max_concurrency) as slots:
+                with Slots(self.config.max_concurrency, self._clock) as slots:
                     while not self._stopping.is_set():
                         self._changed.clear()
                         count = self._next_receivers(idle_seconds)
@@ -230,12 +230,13 @@ class Consumer:
                 self._stopped_receiving(with_batch=bool(deliveries))
             if not deliveries:
                 return
-            again = False
+            again, taken = False, False
             try:
-                self._process(deliveries)
-                again = True
+                taken = not self._process(deliveries, idle_seconds)
+                again = not taken
             finally:
-                again = self._settled(idle_seconds, again=again)
+                if not taken:  # else the watcher settled the batch and freed the slot
+                    again = self._settled(idle_seconds, again=again)
 
     # -- health and the watchdog -----------------------------------------------------------------
 
@@ -344,14 +345,79 @@ class Consumer:
 
     # -- one batch, in its own slot --------------------------------------------------------------
 
-    def _process(self, deliveries: list[_Delivery]) -> None:
-        context = self._require_context()
-        batch = MessageBatch(context.name, deliveries)
-        trace = tracing.start(batch)
+    def _process(self, deliveries: list[_Delivery], idle_seconds: float | None) -> bool:
+        """Hand a batch to the handler, then settle it; False when the slot did not settle it
+        (threads: the watcher did, past `handler_timeout`, and freed the slot, while the handler
+        runs on in this slot's thread, unwaited)."""
+        batch = MessageBatch(self._require_context().name, deliveries)
+        running = _Running(batch, tracing.start(batch), self._clock(), self._wall_clock())
+        with self._lock:
+            self._handlers[id(batch)] = running.started
         try:
-            outcome, error = self._supervise(batch)
-            trace.ended(outcome, error)
+            ended = self._supervise(running, idle_seconds)
+            if ended is None:
+                return False
+            self._close(running, *ended)
+        except Exception:  # a bug of ours: the messages reappear after their visibility
+            log.exception("settling a batch of %s failed", self.queue)
+        finally:
+            if not running.closed:  # a bug (or a cancellation) before the handler ended
+                self._forget(running)
+                self._last_activity = self._clock()
+                running.trace.finish()
+            running.trace.leave()
+        return True
+
+    def _supervise(
+        self, running: _Running, idle_seconds: float | None
+    ) -> tuple[bool, BaseException | None] | None:
+        """Run the handler; keep its messages hidden while it runs; give up at the timeout.
+        (timed out, what it raised); None when the watcher gave up on it (threads)."""
+        batch = running.batch
+        watch = Watch.start(running.started, self.config)
+
+        def heartbeat() -> None:
+            self._heartbeat(batch)
+
+        def give_up() -> None:  # threads: past the deadline, with the handler running on
+            self._close(running, timed_out=True, error=None)
+            self._settled(idle_seconds, again=False)
+
+        run = HandlerRun(self.handler, batch, watch, heartbeat, give_up)
+        if run.taken():
+            return None
+        timed_out = self._watch(run, watch, batch)
+        return timed_out, None if timed_out else run.failure()
+
+    def _watch(self, run: HandlerRun, watch: Watch, batch: MessageBatch) -> bool:
+        """Wait for the handler, heartbeat on the way; whether it timed out (asyncio: the
+        threads' `HandlerRun` is done once made, its `Watcher` keeps the time)."""
+        while not run.done():
+            now = self._clock()
+            if watch.timed_out(now):
+                run.abandon(self.queue)
+                return True
+            if not run.wait(max(0.0, watch.wake_at(batch._deliveries) - now)):
+                self._heartbeat(batch)
+        return False
+
+    def _close(self, running: _Running, timed_out: bool, error: BaseException | None) -> None:
+        """The handler is done (or given up): count and log how it ended, then settle the batch
+        (by the slot, or by the watcher past `handler_timeout`: exactly once)."""
+        running.closed = True
+        batch, trace = running.batch, running.trace
+        context = self._require_context()
+        try:
+            try:
+                end = handler_end(batch, self.config, timed_out=timed_out, error=error)
+                self._count(end.counts)
+                if end.log is not None:
+                    log.log(end.log[0], "%s", end.log[1], exc_info=end.error)
+            finally:
+                self._forget(running)
+            trace.ended(end.outcome, end.error)
             now, wall_now = self._clock(), self._wall_clock()
+            outcome, error = end.outcome, end.error
             closing = close_batch(batch, outcome, error, context, now=now, wall_now=wall_now)
             settled = self._sqs.run(trace.calls(settle(closing, batch, self._limits)))
             self._count(settled.counts)
@@ -361,44 +427,18 @@ class Consumer:
             log.exception("settling a batch of %s failed", self.queue)
         finally:
             self._last_activity = self._clock()
-            trace.end()
+            trace.finish()
 
-    def _supervise(self, batch: MessageBatch) -> tuple[Outcome, BaseException | None]:
-        """Run the handler; keep its messages hidden while it runs; give up at the timeout."""
-        run = HandlerRun(self.handler, batch)
-        started, delivered_at = self._clock(), self._wall_clock()
-        watch = Watch.start(started, self.config)
+    def _forget(self, running: _Running) -> None:
+        """The handler is no longer running: out of the watchdog's view, into the metrics."""
         with self._lock:
-            self._handlers[id(batch)] = started
-        try:
-            return self._watch(run, watch, batch)
-        finally:
-            with self._lock:
-                del self._handlers[id(batch)]
-            if self._metrics is not None:
-                ran = self._clock() - started
-                sample = batch_sample(batch.messages, handler_seconds=ran, wall_now=delivered_at)
-                self._metrics.sample(sample)
-
-    def _watch(
-        self, run: HandlerRun, watch: Watch, batch: MessageBatch
-    ) -> tuple[Outcome, BaseException | None]:
-        deliveries = batch._deliveries
-        timed_out = False
-        while not run.done():
-            now = self._clock()
-            if watch.timed_out(now):
-                timed_out = True
-                run.abandon(self.queue)
-                break
-            if not run.wait(max(0.0, watch.wake_at(deliveries) - now)):
-                self._heartbeat(batch)
-        error = None if timed_out else run.failure()
-        end = handler_end(batch, self.config, timed_out=timed_out, error=error)
-        self._count(end.counts)
-        if end.log is not None:
-            log.log(end.log[0], "%s", end.log[1], exc_info=end.error)
-        return end.outcome, end.error
+            del self._handlers[id(running.batch)]
+        if self._metrics is not None:
+            ran = self._clock() - running.started
+            sample = batch_sample(
+                running.batch.messages, handler_seconds=ran, wall_now=running.delivered_at
+            )
+            self._metrics.sample(sample)
 
     def _heartbeat(self, batch: MessageBatch) -> None:
         flow = heartbeat(
@@ -416,3 +456,14 @@ class Consumer:
     def _on_signal(self, sig: signal.Signals) -> None:
         log.info("%s: stopping after in-flight batches", sig.name)
         self.stop()
+
+
+@dataclass(slots=True)
+class _Running:
+    """A batch handed to the handler, and what its end needs (by the slot or the watcher)."""
+
+    batch: MessageBatch
+    trace: tracing.BatchTrace
+    started: float
+    delivered_at: float
+    closed: bool = False
