@@ -13,7 +13,6 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from contextvars import ContextVar
 from types import FrameType
 from typing import Any
@@ -24,7 +23,7 @@ from opentelemetry import trace
 from sqsbatch import Consumer, ConsumerConfig, MessageBatch, Producer, create_queue
 from sqsbatch.limits import SqsLimits
 from tests.support.scenarios import Recorder
-from tests.support.spans import Spans, installed
+from tests.support.spans import Spans
 from tests.support.sqs_helpers import depth
 
 WAIT = 30.0
@@ -86,14 +85,6 @@ def in_thread(target: Any) -> threading.Thread:
     thread = threading.Thread(target=target, daemon=True)
     thread.start()
     return thread
-
-
-@pytest.fixture
-def spans() -> Iterator[Spans]:
-    exporter = installed()
-    exporter.clear()
-    yield Spans(exporter)
-    exporter.clear()
 
 
 def test_the_handler_runs_on_its_slots_thread_in_a_copy_of_the_slots_context(

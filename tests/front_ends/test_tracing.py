@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -37,21 +36,13 @@ from tests.support.front_ends import (
     aio_client,
     run_async,
 )
-from tests.support.spans import Spans, installed
+from tests.support.spans import Spans
 from tests.support.sqs_helpers import drain
 
 TRACER = trace.get_tracer("tests")
 QUICK = ConsumerConfig(max_batch_timeout=0.2)
 XRAY = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
 each_front_end = pytest.mark.parametrize("front_end", FRONT_ENDS, ids=lambda f: f.name)
-
-
-@pytest.fixture
-def spans() -> Iterator[Spans]:
-    exporter = installed()
-    exporter.clear()
-    yield Spans(exporter)
-    exporter.clear()
 
 
 def the_batch_span(spans: Spans, queue: str) -> ReadableSpan:
