@@ -18,7 +18,7 @@ import pytest
 
 from sqsbatch._core.heartbeat import Watch
 from sqsbatch._sync.flavour import HandlerRun, Slots
-from sqsbatch._sync.watcher import Watcher
+from sqsbatch._sync.watcher import Ticket, Watcher
 
 WAIT = 30.0
 
@@ -132,15 +132,8 @@ def test_a_handler_ending_while_its_ticket_gives_up_waits_and_does_not_own_the_b
     assert giving_up.wait(WAIT)
 
     # When the handler ends meanwhile
-    owned: list[bool] = []
-    ending = threading.Thread(target=lambda: owned.append(watcher.disarm(ticket)))
-    ending.start()
-
     # Then its end waits for the give-up, and the batch is the watcher's alone
-    assert owned == []
-    go_on.set()
-    ending.join(WAIT)
-    assert owned == [False]
+    assert ended_while_under_way(watcher, ticket, go_on) is False
 
 
 def test_a_heartbeat_under_way_when_the_handler_ends_is_waited_for_and_is_the_last(
@@ -158,13 +151,7 @@ def test_a_heartbeat_under_way_when_the_handler_ends_is_waited_for_and_is_the_la
     ticket = watcher.arm(1.0, due)
     clock.now = 1.0
     assert beating.wait(WAIT)
-    owned: list[bool] = []
-    ending = threading.Thread(target=lambda: owned.append(watcher.disarm(ticket)))
-    ending.start()
-    assert owned == []
-    go_on.set()
-    ending.join(WAIT)
-    assert owned == [True]
+    assert ended_while_under_way(watcher, ticket, go_on) is True
     clock.now = 50.0
     watcher.arm(0.0, lambda: None)
     wait_for(lambda: watcher.queued == 0)
@@ -220,3 +207,16 @@ def test_a_handler_returning_at_its_deadline_has_exactly_one_owner(
         assert (run.taken(), give_ups) == (False, [])
     else:
         assert (run.taken(), give_ups) == (True, [1])
+
+
+def ended_while_under_way(watcher: Watcher, ticket: Ticket, go_on: threading.Event) -> bool:
+    """The handler ends (disarms) while its ticket's action is held at `go_on`: the end waits
+    for the action, then says whether the slot still owns the batch."""
+    owned: list[bool] = []
+    ending = threading.Thread(target=lambda: owned.append(watcher.disarm(ticket)))
+    ending.start()
+    assert owned == []
+    go_on.set()
+    ending.join(WAIT)
+    [result] = owned
+    return result
