@@ -30,6 +30,7 @@ from sqsbatch._core.shapes import redact
 from sqsbatch.errors import CredentialsError, QueueNotFound, SqsBatchError, SqsError
 
 __all__ = [
+    "BOTOCORE_ERRORS",
     "LONG_POLL_SECONDS",
     "MARGIN_SECONDS",
     "client_config",
@@ -115,10 +116,14 @@ def translate(exc: BaseException, *, queue: str | None = None) -> SqsBatchError:
     raise TypeError(f"not a botocore error: {exc!r}")
 
 
+BOTOCORE_ERRORS = (ClientError, BotoCoreError)
+"""What `translate` translates."""
+
+
 @contextmanager
 def sqs_errors(queue: str | None = None) -> Iterator[None]:
     """Translate botocore's exceptions raised inside the block."""
     try:
         yield
-    except (ClientError, BotoCoreError) as exc:
+    except BOTOCORE_ERRORS as exc:
         raise translate(exc, queue=queue) from exc

@@ -23,10 +23,11 @@ class Counters:
 
     def add(self, counts: Mapping[str, int]) -> None:
         """Add `counts`; a breakdown (`dead_lettered:expired`) is for the metrics, not here."""
+        values = vars(self)
         with self._lock:
             for name, value in counts.items():
-                if ":" not in name:
-                    setattr(self, name, getattr(self, name) + value)
+                if value and ":" not in name:
+                    values[name] += value
 
     def as_dict(self) -> dict[str, int]:
         with self._lock:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from sqsbatch._async.flavour import Sleep, counter_lock, default_client, sleep
-from sqsbatch._botocore import sqs_errors
+from sqsbatch._botocore import BOTOCORE_ERRORS, translate
 from sqsbatch._core.calls import BatchRun
 from sqsbatch._core.flows import Flow, Pause, batch_calls
 from sqsbatch._core.shapes import is_url, queue_name
@@ -38,8 +38,10 @@ class AsyncSqs:
     async def call(self, op: str, params: Mapping[str, Any], *, queue: str | None = None) -> Any:
         with self._lock:
             self.requests[op] += 1
-        with sqs_errors(queue or _queue_of(params)):
+        try:
             return await getattr(self.client, op)(**params)
+        except BOTOCORE_ERRORS as exc:  # `sqs_errors`, inline: the queue is named only on error
+            raise translate(exc, queue=queue or _queue_of(params)) from exc
 
     async def run(self, flow: Flow[T]) -> T:
         """Drive `flow` to its end and return what it concluded."""

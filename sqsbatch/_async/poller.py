@@ -178,6 +178,8 @@ class AsyncConsumer:
 
     def _count(self, counts: dict[str, int]) -> None:
         """What a flow or a handler's end concluded: into `stats`, and into the metrics."""
+        if not counts:
+            return
         self.stats.add(counts)
         if self._metrics is not None:
             self._metrics.add(counts)

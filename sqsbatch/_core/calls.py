@@ -89,6 +89,7 @@ class BatchRun:
         self._max_rounds = max_rounds
         self.rounds = 0
         self.results: dict[str, EntryResult] = {}
+        self._refused = False  # an entry failed, or a call did, in some round
 
     def next_calls(self) -> list[Call]:
         """The calls of the next round; empty when everything is settled or rounds ran out."""
@@ -109,6 +110,13 @@ class BatchRun:
 
     def record(self, call: Call, response: Mapping[str, Any]) -> None:
         """Feed back the response of `call`, entry by entry."""
+        entries, results = call.entries, self.results
+        successful = response.get("Successful", ())
+        if not response.get("Failed") and len({item["Id"] for item in successful}) == len(entries):
+            for item in successful:  # the common case: accepted whole, each entry once
+                key = entries[int(item["Id"])].key
+                results[key] = EntryResult(key, True, item)
+            return
         answered: set[int] = set()
         for item in response.get("Successful", []):
             index = int(item["Id"])
@@ -119,13 +127,16 @@ class BatchRun:
             index = int(item["Id"])
             answered.add(index)
             self._failed(call.op, call.entries[index], item)
+            self._refused = True
         for index, entry in enumerate(call.entries):
             if index not in answered:  # never trust a batch to have worked as a whole
                 self._pending.append(entry)
+                self._refused = True
 
     def record_error(self, call: Call, code: str | None, message: str, *, retryable: bool) -> None:
         """The whole call failed (after botocore's own retries)."""
         gone = _is_gone(call.op, code)
+        self._refused = True
         for entry in call.entries:
             if retryable and not gone:
                 self._pending.append(entry)
@@ -135,6 +146,11 @@ class BatchRun:
     @property
     def done(self) -> bool:
         return not self._pending
+
+    @property
+    def clean(self) -> bool:
+        """Every entry accepted, each on its first try: nothing to reconcile entry by entry."""
+        return not self._pending and not self._refused
 
     def ok(self) -> list[EntryResult]:
         return [result for result in self.results.values() if result.ok]
@@ -159,6 +175,11 @@ def _is_gone(op: str, code: str | None) -> bool:
 
 
 def _chunk(entries: Sequence[Entry], limits: SqsLimits) -> Iterable[Call]:
+    op, url, step = entries[0].op, entries[0].queue_url, limits.max_entries
+    if all(entry.op == op and entry.queue_url == url and not entry.size for entry in entries):
+        for start in range(0, len(entries), step):  # one queue and operation, no payload
+            yield Call(op, url, tuple(entries[start : start + step]))
+        return
     groups: dict[tuple[str, str], list[Entry]] = {}
     for entry in entries:
         groups.setdefault((entry.op, entry.queue_url), []).append(entry)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from sqsbatch._core.calls import BatchRun
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.entries import TwoPhase, delete_entries, settle_entries
-from sqsbatch._core.ledger import Action, ActionKind, Outcome, Verdict, actions_for
+from sqsbatch._core.ledger import Action, ActionKind, Outcome, actions_for
 from sqsbatch._core.metrics import reason_key
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.envelope import RETRIES_EXHAUSTED
@@ -23,6 +23,7 @@ from sqsbatch.message import MessageBatch
 __all__ = [
     "Closing",
     "HandlerEnd",
+    "acked_tally",
     "close_batch",
     "drops",
     "failure_of",
@@ -118,8 +119,7 @@ def close_batch(
     ledger.seal()
     size = len(batch._deliveries)
     config, fifo, limits = context.config, context.fifo, context.limits
-    uniform = ledger.uniform(outcome)
-    if uniform is not None and uniform.verdict is Verdict.ACK:  # the common case, in bulk
+    if ledger.all_acked(outcome):  # the common case, in bulk
         deletes = [] if acks_free else delete_entries(batch._deliveries, queue_url=context.url)
         return Closing(TwoPhase([], deletes, {}), [ActionKind.DELETE] * size, fifo, bulk_ack=True)
     actions = actions_for(
@@ -233,8 +233,7 @@ def tally(plan: Closing, first: BatchRun, second: BatchRun) -> dict[str, int]:
     failures, and neither is counted as settled. Dead letters are also counted by reason
     (`dead_lettered:<reason>`, for the metrics).
     """
-    counts = {name: 0 for name in _COUNTER.values()}
-    counts |= {"batches": 1, "expired_receipts": 0, "settle_failures": 0}
+    counts = dict(_ZEROS)
     failed: dict[int, list[bool]] = {}
     for result in (*first.failed(), *second.failed()):
         failed.setdefault(int(result.key[1:]), []).append(result.gone)
@@ -256,6 +255,18 @@ def tally(plan: Closing, first: BatchRun, second: BatchRun) -> dict[str, int]:
         else:
             counts["settle_failures"] += 1
     return counts
+
+
+def acked_tally(size: int) -> dict[str, int]:
+    """`tally` of a batch acked in bulk whose deletes SQS all accepted at once."""
+    return {**_ZEROS, "acked": size}
+
+
+_ZEROS = {name: 0 for name in _COUNTER.values()} | {
+    "batches": 1,
+    "expired_receipts": 0,
+    "settle_failures": 0,
+}
 
 
 def _count_reasons(counts: dict[str, int], plan: Closing, indexes: Iterable[int]) -> None:

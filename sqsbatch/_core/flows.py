@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from sqsbatch._core.backoff import Uniform, pause_seconds
 from sqsbatch._core.calls import BatchRun
-from sqsbatch._core.closing import Closing, drops, refusals, sent_keys, tally
+from sqsbatch._core.closing import Closing, acked_tally, drops, refusals, sent_keys, tally
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.entries import TwoPhase
 from sqsbatch._core.heartbeat import extended, heartbeat_entries
@@ -123,8 +123,14 @@ def settle(closing: Closing, batch: MessageBatch, limits: SqsLimits = SQS_LIMITS
     """Phase one (copies, visibility changes), then the deletes: the acked messages and every
     message whose copy SQS accepted. A crash between the phases duplicates, never loses."""
     plan = closing.entries
-    first = yield from batch_calls(BatchRun(plan.first, limits=limits))
-    second = yield from batch_calls(BatchRun(plan.second(sent_keys(first)), limits=limits))
+    if closing.bulk_ack:  # deletes only; all accepted at once (the common case): nothing to read
+        second = yield from batch_calls(BatchRun(plan.always_delete, limits=limits))
+        if second.clean:
+            return Settled(acked_tally(len(closing.kinds)), [])
+        first = BatchRun((), limits=limits)
+    else:
+        first = yield from batch_calls(BatchRun(plan.first, limits=limits))
+        second = yield from batch_calls(BatchRun(plan.second(sent_keys(first)), limits=limits))
     return Settled(tally(closing, first, second), _lines(closing, batch, first, second))
 
 

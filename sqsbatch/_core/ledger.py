@@ -92,12 +92,14 @@ class Ledger:
             return []
         return [i for i, decision in enumerate(self._messages) if decision is None]
 
-    def uniform(self, outcome: Outcome) -> Decision | None:
-        """The decision every message gets when no message has a call of its own (the batch
-        call, else the outcome's default); None when some message has one."""
-        if self._messages.count(None) != len(self._messages):
-            return None
-        return self._batch or _default(outcome)
+    def all_acked(self, outcome: Outcome) -> bool:
+        """Whether every message ends acked (by its own call, the batch's, or the outcome's
+        default): the common case, which settlement decides in bulk."""
+        rest = self._batch or _default(outcome)
+        if self._messages.count(None) == len(self._messages):  # no call of its own: in bulk
+            return rest.verdict is Verdict.ACK
+        ack = Verdict.ACK
+        return all((own or rest).verdict is ack for own in self._messages)
 
     def decisions(self, outcome: Outcome) -> list[Decision]:
         """One decision per message: its own call, else the batch call, else the outcome's."""

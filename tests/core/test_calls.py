@@ -83,3 +83,34 @@ def test_rounds_are_bounded_and_back_off() -> None:
         run.record_error(calls[0], "ServiceUnavailable", "down", retryable=True)
     assert waits == [0.0, 0.1, 0.2]
     assert [r.code for r in run.failed()] == ["ServiceUnavailable"]
+
+
+def test_an_answer_that_names_an_entry_twice_is_not_read_as_accepting_the_call() -> None:
+    run = BatchRun(entries(3))
+    (call,) = run.next_calls()
+    # Three successes, as many as entries, but "1" twice and "2" never
+    run.record(call, {"Successful": [{"Id": "0"}, {"Id": "1"}, {"Id": "1"}]})
+    (again,) = run.next_calls()
+    assert [e.key for e in again.entries] == ["k2"]
+    assert not run.clean
+
+
+def test_clean_only_when_every_entry_was_accepted_on_its_first_try() -> None:
+    whole = BatchRun(entries(12))
+    for call in whole.next_calls():
+        whole.record(call, {"Successful": [{"Id": str(i)} for i in range(len(call.entries))]})
+    assert whole.clean and whole.next_calls() == []
+    assert sorted(r.key for r in whole.ok()) == sorted(f"k{i}" for i in range(12))
+
+    retried = BatchRun(entries(2))
+    (call,) = retried.next_calls()
+    retried.record(call, {"Successful": [{"Id": "0"}], "Failed": [{"Id": "1", "Code": "X"}]})
+    (again,) = retried.next_calls()
+    retried.record(again, {"Successful": [{"Id": "0"}]})
+    assert retried.done and not retried.clean
+    assert sorted(r.key for r in retried.ok()) == ["k0", "k1"] and retried.failed() == []
+
+    refused = BatchRun(entries(1))
+    (call,) = refused.next_calls()
+    refused.record_error(call, "AccessDenied", "no", retryable=False)
+    assert refused.done and not refused.clean

@@ -23,7 +23,7 @@ from sqsbatch._core.calls import BatchRun, Entry
 from sqsbatch._core.closing import failure_of, handler_end
 from sqsbatch._core.flows import Pause, Received, ReceiveErrors, Request, receive
 from sqsbatch._core.heartbeat import Extended, Watch, extended, heartbeat_entries, next_heartbeat
-from sqsbatch._core.ledger import Decision, Ledger, Outcome, Verdict
+from sqsbatch._core.ledger import Ledger, Outcome, Verdict
 from sqsbatch._core.receiving import Assembly, connections_for, is_idle, receive_visibility
 from sqsbatch.envelope import decode
 from sqsbatch.errors import CredentialsError, QueueNotFound, SqsBatchError, SqsError
@@ -608,31 +608,67 @@ def test_failure_of_says_why_a_dead_lettered_copy_failed(
     assert failure_of(outcome, error, 2.5) == recorded
 
 
-# -- the ledger's uniform decision: what a bulk-acked batch is decided by ----------------------
+# -- the ledger's all-acked check: what a batch settled in bulk is decided by -------------------
 
 
 @pytest.mark.parametrize(
-    ("calls", "outcome", "uniform"),
+    ("calls", "outcome", "acked"),
     [
-        ([], Outcome.RETURNED, Decision(Verdict.ACK, None, explicit=False)),
-        ([], Outcome.TIMED_OUT, Decision(Verdict.RETRY, None, explicit=False)),
-        ([("batch", Verdict.ACK, None)], Outcome.RAISED, Decision(Verdict.ACK, None)),
-        ([("batch", Verdict.RETRY, 9)], Outcome.RETURNED, Decision(Verdict.RETRY, 9)),
-        ([("message", Verdict.ACK, None)], Outcome.RETURNED, None),
-        ([("message", Verdict.ACK, None), ("batch", Verdict.ACK, None)], Outcome.RETURNED, None),
+        ([], Outcome.RETURNED, True),
+        ([], Outcome.TIMED_OUT, False),
+        ([], Outcome.RAISED, False),
+        ([("batch", 0, Verdict.ACK, None)], Outcome.RAISED, True),
+        ([("batch", 0, Verdict.RETRY, 9)], Outcome.RETURNED, False),
+        ([("message", 1, Verdict.ACK, None)], Outcome.RETURNED, True),
+        ([("message", 1, Verdict.ACK, None)], Outcome.RAISED, False),
+        (
+            [("message", 1, Verdict.ACK, None), ("batch", 0, Verdict.ACK, None)],
+            Outcome.RAISED,
+            True,
+        ),
+        ([("message", 1, Verdict.RETRY, None)], Outcome.RETURNED, False),
+        ([("message", 1, Verdict.DEAD_LETTER, None)], Outcome.RETURNED, False),
+        (
+            [("message", 1, Verdict.ACK, None), ("batch", 0, Verdict.RETRY, 0)],
+            Outcome.RETURNED,
+            False,
+        ),
+        ([("message", i, Verdict.ACK, None) for i in range(3)], Outcome.TIMED_OUT, True),
+        (
+            [("message", 0, Verdict.ACK, None), ("message", 1, Verdict.ACK, None)],
+            Outcome.TIMED_OUT,
+            False,
+        ),
     ],
-    ids=["returned", "timed out", "ack_all", "retry_all(9)", "one ack", "ack then ack_all"],
+    ids=[
+        "returned",
+        "timed out",
+        "raised",
+        "ack_all, raised",
+        "retry_all(9)",
+        "one ack, returned",
+        "one ack, raised",
+        "ack then ack_all, raised",
+        "one retry",
+        "one dead_letter",
+        "one ack then retry_all",
+        "each acked, timed out",
+        "two of three acked, timed out",
+    ],
 )
-def test_ledger_uniform_decision(
-    calls: list[tuple[str, Verdict, int | None]], outcome: Outcome, uniform: Decision | None
+def test_ledger_all_acked(
+    calls: list[tuple[str, int, Verdict, int | None]], outcome: Outcome, acked: bool
 ) -> None:
     ledger = Ledger(3)
-    for target, verdict, delay in calls:
+    for target, index, verdict, delay in calls:
         if target == "batch":
             ledger.on_batch(verdict, delay)
         else:
-            ledger.on_message(1, verdict, delay)
-    assert ledger.uniform(outcome) == uniform
+            ledger.on_message(index, verdict, delay, "why")
+    assert ledger.all_acked(outcome) is acked
+    # and it agrees with the decisions made one by one
+    each = [decision.verdict is Verdict.ACK for decision in ledger.decisions(outcome)]
+    assert all(each) is acked
 
 
 # -- the pause formulas -------------------------------------------------------------------------
