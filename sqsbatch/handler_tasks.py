@@ -26,6 +26,7 @@ __all__ = [
     "Done",
     "HandlerThread",
     "Workers",
+    "abandon",
     "awaited",
     "cancel_handler",
     "handler_failure",
@@ -47,11 +48,17 @@ async def cancel_handler(
     task.cancel()
     await asyncio.wait({task}, timeout=CANCEL_GRACE_SECONDS)
     if not task.done():
-        log.error("handler for %s ignores cancellation; settling without it", queue)
-        abandoned.add(task)
-        task.add_done_callback(_forgetting(abandoned))
+        abandon(task, queue, abandoned)
     elif not task.cancelled():
         task.exception()  # retrieved: what it raised while unwinding does not matter now
+
+
+def abandon(task: asyncio.Task[object], queue: str, abandoned: set[asyncio.Task[object]]) -> None:
+    """A timed-out handler that ignores its cancellation: logged, and left to run, unwaited
+    (held in `abandoned` until it ends)."""
+    log.error("handler for %s ignores cancellation; settling without it", queue)
+    abandoned.add(task)
+    task.add_done_callback(_forgetting(abandoned))
 
 
 def _forgetting(

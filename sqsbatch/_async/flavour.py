@@ -7,6 +7,7 @@ once on top of these, and unasync makes their sync twins.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext, suppress
@@ -19,7 +20,12 @@ from sqsbatch._botocore import (
     receives_fail_fast,
 )
 from sqsbatch._core.heartbeat import Watch
-from sqsbatch.handler_tasks import awaited, cancel_handler, handler_failure
+from sqsbatch.handler_tasks import (
+    CANCEL_GRACE_SECONDS,
+    abandon,
+    awaited,
+    handler_failure,
+)
 from sqsbatch.lifecycle import graceful_loop_signals as graceful
 from sqsbatch.message import MessageBatch
 
@@ -41,6 +47,8 @@ __all__ = [
 ]
 
 HANDLER_IS_ASYNC = True
+
+log = logging.getLogger("sqsbatch")
 
 
 class AsyncBatchHandler(Protocol):
@@ -172,9 +180,13 @@ _ABANDONED: set[asyncio.Task[object]] = set()
 
 
 class HandlerRun:
-    """A handler running on a batch, as a task of its own so that it can be cancelled; the
-    slot's own `_watch` loop keeps its messages hidden and gives up at `handler_timeout`
-    (`watch`, `heartbeat` and `give_up` are the threads twin's, for its `Watcher`)."""
+    """A handler running on a batch, as a task of its own (so that it can be cancelled, in a
+    copy of the slot's context, as the threads twin's runs). The slot awaits its end, while one
+    timer keeps time for it: it keeps the batch's messages hidden (`heartbeat`, a task of its
+    own that the batch's settlement waits for) and, past `handler_timeout`, cancels the handler.
+    One that has not unwound `CANCEL_GRACE_SECONDS` later runs on, unwaited (its later calls are
+    ignored), and the slot settles the batch as timed out. `give_up` is for the threads twin,
+    whose watcher settles the batch itself: here the slot always does (`taken()` is False)."""
 
     def __init__(
         self,
@@ -183,26 +195,77 @@ class HandlerRun:
         watch: Watch,
         heartbeat: Callable[[], Awaitable[None]],
         give_up: Callable[[], Awaitable[None]],
+        *,
+        clock: Callable[[], float],
     ) -> None:
-        self._task: asyncio.Task[object] = asyncio.create_task(awaited(handler(batch)))
+        self._handler, self._batch, self._watch = handler, batch, watch
+        self._heartbeat, self._clock = heartbeat, clock
+        self._timer: asyncio.TimerHandle | None = None
+        self._beat: asyncio.Task[None] | None = None
+        self._timed_out = False
 
-    def done(self) -> bool:
-        return self._task.done()
+    async def run(self) -> None:
+        """Run the handler until it ends, or until its deadline and grace are over."""
+        loop = self._loop = asyncio.get_running_loop()
+        self._ended = loop.create_future()
+        self._task: asyncio.Task[object] = loop.create_task(awaited(self._handler(self._batch)))
+        self._task.add_done_callback(self._end)
+        self._arm(self._watch.wake_at(self._batch._deliveries))
+        try:
+            await self._ended
+        finally:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._task.remove_done_callback(self._end)
+        if self._beat is not None:  # a heartbeat under way: it ends before the batch settles
+            await self._beat
 
-    async def wait(self, timeout: float) -> bool:
-        """Wait until it is done, or `timeout` seconds; whether it is done."""
-        if self._task.done():
-            return True
-        done, _ = await asyncio.wait({self._task}, timeout=timeout)
-        return bool(done)
-
-    async def abandon(self, queue: str) -> None:
-        """Past `handler_timeout`: cancel it (one that ignores cancellation runs on, unwaited)."""
-        await cancel_handler(self._task, queue, _ABANDONED)
+    def timed_out(self) -> bool:
+        return self._timed_out
 
     def failure(self) -> BaseException | None:
-        return handler_failure(self._task)
+        """What the handler raised (a cancellation by someone else counts); None past the
+        deadline (what it raised while unwinding does not matter then)."""
+        if not self._timed_out:
+            return handler_failure(self._task)
+        if self._task.done() and not self._task.cancelled():
+            self._task.exception()  # retrieved, so asyncio does not log it as never retrieved
+        return None
 
     def taken(self) -> bool:
         """Whether something else settled the batch without the slot: never, here."""
         return False
+
+    def _end(self, _: object = None) -> None:
+        if not self._ended.done():
+            self._ended.set_result(None)
+
+    def _arm(self, at: float) -> None:
+        self._timer = self._loop.call_later(max(0.0, at - self._clock()), self._due)
+
+    def _due(self) -> None:
+        """The timer: a heartbeat, the deadline (cancel the handler), or the grace's end."""
+        self._timer = None
+        if self._ended.done():
+            return
+        if self._timed_out:  # the grace is over: settle without it
+            abandon(self._task, self._batch.queue, _ABANDONED)
+            self._end()
+        elif self._watch.timed_out(self._clock()):
+            self._timed_out = True
+            self._task.cancel()
+            self._timer = self._loop.call_later(CANCEL_GRACE_SECONDS, self._due)
+        else:
+            self._beat = self._loop.create_task(self._beating())
+
+    async def _beating(self) -> None:
+        try:
+            await self._heartbeat()
+            at = self._watch.wake_at(self._batch._deliveries)
+        except Exception:  # a bug of ours: no more heartbeats, the deadline still holds
+            log.exception("a heartbeat of %s failed", self._batch.queue)
+            at = self._watch.deadline
+        finally:
+            self._beat = None
+        if not self._ended.done():
+            self._arm(at)

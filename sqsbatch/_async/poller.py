@@ -373,10 +373,10 @@ class AsyncConsumer:
     async def _supervise(
         self, running: _Running, idle_seconds: float | None
     ) -> tuple[bool, BaseException | None] | None:
-        """Run the handler; keep its messages hidden while it runs; give up at the timeout.
-        (timed out, what it raised); None when the watcher gave up on it (threads)."""
+        """Run the handler; its messages are kept hidden meanwhile, and it is given up on at
+        `handler_timeout`. (timed out, what it raised); None when the watcher settled the batch
+        without the slot (threads: the handler runs on in this slot's thread, unwaited)."""
         batch = running.batch
-        watch = Watch.start(running.started, self.config)
 
         async def heartbeat() -> None:
             await self._heartbeat(batch)
@@ -385,23 +385,12 @@ class AsyncConsumer:
             await self._close(running, timed_out=True, error=None)
             self._settled(idle_seconds, again=False)
 
-        run = HandlerRun(self.handler, batch, watch, heartbeat, give_up)
+        watch = Watch.start(running.started, self.config)
+        run = HandlerRun(self.handler, batch, watch, heartbeat, give_up, clock=self._clock)
+        await run.run()
         if run.taken():
             return None
-        timed_out = await self._watch(run, watch, batch)
-        return timed_out, None if timed_out else run.failure()
-
-    async def _watch(self, run: HandlerRun, watch: Watch, batch: MessageBatch) -> bool:
-        """Wait for the handler, heartbeat on the way; whether it timed out (asyncio: the
-        threads' `HandlerRun` is done once made, its `Watcher` keeps the time)."""
-        while not run.done():
-            now = self._clock()
-            if watch.timed_out(now):
-                await run.abandon(self.queue)
-                return True
-            if not await run.wait(max(0.0, watch.wake_at(batch._deliveries) - now)):
-                await self._heartbeat(batch)
-        return False
+        return run.timed_out(), run.failure()
 
     async def _close(self, running: _Running, timed_out: bool, error: BaseException | None) -> None:
         """The handler is done (or given up): count and log how it ended, then settle the batch

@@ -198,8 +198,7 @@ class HandlerRun:
     (`heartbeat`) and, past `handler_timeout`, gives up on it: the batch is settled as timed
     out without it (`give_up`) and the slot's unit released, while the handler runs on,
     unwaited (a thread cannot be stopped; its later `ack()`/`retry()` calls are ignored).
-
-    Done once constructed; `taken()` says whether the watcher settled the batch."""
+    `taken()` says whether the watcher settled the batch (else `timed_out()` is False)."""
 
     def __init__(
         self,
@@ -208,12 +207,21 @@ class HandlerRun:
         watch: Watch,
         heartbeat: Callable[[], None],
         give_up: Callable[[], None],
+        *,
+        clock: Callable[[], float],
     ) -> None:
+        self._handler, self._batch, self._watch = handler, batch, watch
+        self._heartbeat, self._give_up, self._clock = heartbeat, give_up, clock
+        self._failure: BaseException | None = None
+        self._taken = False
+
+    def run(self) -> None:
+        """Run the handler to its end; past the deadline the watcher settles without it."""
         unit: _Unit | None = getattr(_here, "unit", None)
         if unit is None:
             raise RuntimeError("a sync HandlerRun runs in a unit of work of Slots")
-        watcher = unit.slots.watcher
-        clock = watcher.clock
+        watcher, watch, clock = unit.slots.watcher, self._watch, self._clock
+        batch, heartbeat, give_up = self._batch, self._heartbeat, self._give_up
         deliveries = batch._deliveries
 
         def due() -> float | None:  # on a watcher's thread, while the handler runs
@@ -232,22 +240,15 @@ class HandlerRun:
 
         ticket = watcher.arm(watch.wake_at(deliveries), due)
         del due
-        self._failure: BaseException | None = None
         try:
-            contextvars.copy_context().run(handler, batch)
+            contextvars.copy_context().run(self._handler, batch)
         except BaseException as exc:  # any failure, SystemExit too, fails the batch
             self._failure = exc
         self._taken = not watcher.disarm(ticket)
 
-    def done(self) -> bool:
-        return True
-
-    def wait(self, timeout: float) -> bool:
-        """Wait until it is done, or `timeout` seconds; whether it is done."""
-        return True
-
-    def abandon(self, queue: str) -> None:
-        """Past `handler_timeout`: the watcher gives up on it, never the slot (`taken`)."""
+    def timed_out(self) -> bool:
+        """Never seen by the slot: past the deadline the watcher takes the batch (`taken`)."""
+        return False
 
     def failure(self) -> BaseException | None:
         return self._failure

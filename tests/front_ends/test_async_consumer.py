@@ -80,6 +80,48 @@ def test_past_handler_timeout_undecided_messages_retry_and_acks_hold(
     assert depth(sqs, name) == 0
 
 
+def test_an_async_handler_that_ignores_its_cancellation_is_settled_without_it(
+    sqs: Any, name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given two messages in batches of one, one slot, and a handler that ignores its
+    # cancellation on the first delivery of message 0 until message 1 has been handled
+    queue_with(sqs, name, [0, 1])
+    cfg = config(max_batch_size=1, max_concurrency=1, handler_timeout=0.3)
+    seen: list[tuple[int, int]] = []
+    stuck: list[str] = []
+    handled_1: list[asyncio.Event] = []
+
+    async def handler(batch: MessageBatch) -> None:
+        message = batch.messages[0]
+        seen.append((message.body, message.attempts))
+        if not handled_1:
+            handled_1.append(asyncio.Event())
+        if message.body == 1:
+            handled_1[0].set()
+        if (message.body, message.attempts) != (0, 1):
+            return
+        while not handled_1[0].is_set():
+            try:
+                await asyncio.wait_for(handled_1[0].wait(), 10)
+            except asyncio.CancelledError:
+                stuck.append("cancelled, ignored")
+            except TimeoutError:
+                stuck.append("the slot waited for me")
+                return
+        message.ack()  # long past its batch's settlement: ignored
+        stuck.append("ended")
+
+    # When the poller runs until idle
+    consumer = run_async(name, handler, cfg, sqs, idle_seconds=1.0)
+
+    # Then the batch settled as timed out without it, and the slot went on meanwhile
+    assert stuck == ["cancelled, ignored", "ended"]
+    assert consumer.stats.handler_timeouts == 1
+    assert sorted(seen) == [(0, 1), (0, 2), (1, 1)]
+    assert "ignores cancellation; settling without it" in caplog.text
+    assert depth(sqs, name) == 0
+
+
 def test_sigterm_finishes_the_batch_in_flight_and_receives_no_more(sqs: Any, name: str) -> None:
     # Given three messages, batches of one, and a handler that gets SIGTERM mid-batch
     queue_with(sqs, name, [0, 1, 2])

@@ -191,7 +191,9 @@ def test_a_handler_returning_at_its_deadline_has_exactly_one_owner(
 
     def unit(arg: float | None) -> None:
         batch: Any = Batch()
-        runs.append(HandlerRun(handler, batch, watch, lambda: None, give_up))
+        run = HandlerRun(handler, batch, watch, lambda: None, give_up, clock=clock)
+        run.run()
+        runs.append(run)
         clock.now = 10.0  # the deadline, once the handler has returned
         unit_ended.set()
 
