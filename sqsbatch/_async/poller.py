@@ -112,6 +112,7 @@ class AsyncConsumer:
         self._random = random.Random()
         self._sqs = AsyncSqs(client)
         self._context: QueueContext | None = None
+        self._screening: Screening | None = None
         self._last_activity = 0.0
         self._receive_errors = ReceiveErrors()
         self._fatal: SqsBatchError | None = None
@@ -171,6 +172,9 @@ class AsyncConsumer:
         self._last_activity = self._clock()
         self._alive()  # the queue answered
         context = QueueContext.of(url, settings, dlq_url, self._limits)
+        self._screening = Screening(
+            context, Screen(settings.config.max_message_age, self._body_model)
+        )
         self._metrics = consumer_metrics(
             context.name, self.config, clock=self._clock, wall_clock=self._wall_clock
         )
@@ -324,7 +328,7 @@ class AsyncConsumer:
             errors=self._receive_errors,
             random=self._random,
             limits=self._limits,
-            screening=Screening(context, Screen(context.config.max_message_age, self._body_model)),
+            screening=self._screening,
         )
         received = await self._sqs.run(flow)
         self._count(received.counts)

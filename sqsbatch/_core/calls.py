@@ -19,7 +19,7 @@ from sqsbatch._core.backoff import round_pause
 from sqsbatch._core.shapes import redact
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 
-__all__ = ["GONE_CODES", "BatchRun", "Call", "Entry", "EntryResult"]
+__all__ = ["GONE_CODES", "BatchRun", "Call", "Entry", "EntryResult", "accepted_whole"]
 
 # What SQS and its emulators answer for a receipt handle whose message was deleted or whose
 # visibility expired: the message may be redelivered; it is no error of ours.
@@ -111,9 +111,8 @@ class BatchRun:
     def record(self, call: Call, response: Mapping[str, Any]) -> None:
         """Feed back the response of `call`, entry by entry."""
         entries, results = call.entries, self.results
-        successful = response.get("Successful", ())
-        if not response.get("Failed") and len({item["Id"] for item in successful}) == len(entries):
-            for item in successful:  # the common case: accepted whole, each entry once
+        if accepted_whole(response, len(entries)):  # the common case
+            for item in response["Successful"]:
                 key = entries[int(item["Id"])].key
                 results[key] = EntryResult(key, True, item)
             return
@@ -168,6 +167,13 @@ class BatchRun:
             return
         if not item.get("SenderFault", False):
             self._pending.append(entry)
+
+
+def accepted_whole(response: Mapping[str, Any], size: int) -> bool:
+    """Whether a batch call's answer accepts each of its `size` entries, and nothing failed."""
+    if response.get("Failed"):
+        return False
+    return len({item["Id"] for item in response.get("Successful", ())}) == size
 
 
 def _is_gone(op: str, code: str | None) -> bool:

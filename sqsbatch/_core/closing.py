@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from sqsbatch._core.calls import BatchRun
 from sqsbatch._core.context import QueueContext
-from sqsbatch._core.entries import TwoPhase, delete_entries, settle_entries
+from sqsbatch._core.entries import TwoPhase, settle_entries
 from sqsbatch._core.ledger import Action, ActionKind, Outcome, actions_for
 from sqsbatch._core.metrics import reason_key
 from sqsbatch.config import ConsumerConfig
@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class HandlerEnd:
     """How a handler call ended, what to count and what to log (with `error`'s traceback)."""
 
@@ -82,7 +82,7 @@ def failure_of(
     return "GroupOrder", "held back behind a retried message of its FIFO group"
 
 
-@dataclass
+@dataclass(slots=True)
 class Closing:
     """A closed batch: its entries, and what each message became (`kinds`, by index)."""
 
@@ -90,10 +90,11 @@ class Closing:
     kinds: list[ActionKind]
     fifo: bool = False
     bulk_ack: bool = False
-    """Every message was acked by one decision (no call at all, or `ack_all()`): `entries` holds
-    their deletes (none where the front end deletes acks itself)."""
+    """Every message ends acked (`Ledger.all_acked`): `entries` is empty, and `settle` deletes
+    every message straight from its receipt on `queue_url` (Lambda deletes them itself)."""
     reasons: dict[int, str] = field(default_factory=dict)
     """Why each message dead-lettered, dropped or left to the RedrivePolicy was, by index."""
+    queue_url: str = ""
 
 
 def close_batch(
@@ -120,8 +121,8 @@ def close_batch(
     size = len(batch._deliveries)
     config, fifo, limits = context.config, context.fifo, context.limits
     if ledger.all_acked(outcome):  # the common case, in bulk
-        deletes = [] if acks_free else delete_entries(batch._deliveries, queue_url=context.url)
-        return Closing(TwoPhase([], deletes, {}), [ActionKind.DELETE] * size, fifo, bulk_ack=True)
+        kinds = [ActionKind.DELETE] * size
+        return Closing(TwoPhase([], [], {}), kinds, fifo, bulk_ack=True, queue_url=context.url)
     actions = actions_for(
         batch._settled(),
         ledger.decisions(outcome),

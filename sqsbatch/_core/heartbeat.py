@@ -83,7 +83,7 @@ def extended(deliveries: Sequence[_Delivery], run: BatchRun, now: float) -> Exte
     return Extended(sum(1 for r in failed if r.gone), refused)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Watch:
     """A running handler's supervisor: when it next wakes (heartbeat) and when it gives up."""
 

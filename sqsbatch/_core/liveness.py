@@ -40,6 +40,9 @@ class Pulse:
     stalled_for: float | None = None
 
 
+_TOUCH = Pulse(touch=True)
+
+
 @dataclass
 class Liveness:
     """The evidence that a loop is alive. `stall_seconds` None: no watchdog."""
@@ -52,7 +55,7 @@ class Liveness:
         """A receive completed (messages or not): alive; touch."""
         self.alive_at = max(self.alive_at, now)
         self.touched_at = now
-        return Pulse(touch=True)
+        return _TOUCH
 
     def look(self, now: float, *, busy: bool, stopping: bool) -> Pulse:
         """The loop's periodic look. Busy counts as alive (a touch at most every

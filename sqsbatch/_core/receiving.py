@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 
-@dataclass
+@dataclass(slots=True)
 class Split:
     """One receive, decoded: deliveries for a batch, and early hops (`early`) to postpone."""
 

@@ -345,6 +345,27 @@ def test_deletes_go_ten_at_a_time() -> None:
     assert result.counts == counts(acked=25)
 
 
+def test_a_bulk_ack_whose_deletes_sqs_partly_refused_goes_on_entry_by_entry() -> None:
+    # Given 25 messages acked in bulk: SQS accepts the first call, throttles the second and
+    # fails m21 of the third for a passing reason
+    batch = batch_of(*[1] * 25)
+    throttled = client_error("ThrottlingException", "DeleteMessageBatch")
+    client = ScriptedSqs(
+        delete_message_batch=[answer(), throttled, answer({"m21": ("InternalError", False)})]
+    )
+    # When settled
+    result, sleeps = drive(client, settle(closed(batch, Outcome.RETURNED), batch))
+    # Then only what was not accepted is asked again, after a pause, and every message counts
+    assert [ms for _, _, ms in client.asked()] == [
+        [f"m{i}" for i in range(10)],
+        [f"m{i}" for i in range(10, 20)],
+        [f"m{i}" for i in range(20, 25)],
+        [f"m{i}" for i in range(10, 20)],
+        ["m21"],
+    ]
+    assert (result.counts, sleeps, result.lines) == (counts(acked=25), [0.1], [])
+
+
 def test_drops_and_messages_left_to_the_redrive_policy_are_logged_by_id() -> None:
     # Given a queue without RedrivePolicy or DLQ, and a failed last delivery of m1
     batch = batch_of(1, 4)
