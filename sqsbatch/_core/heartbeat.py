@@ -27,7 +27,7 @@ def _margin(visibility_timeout: int) -> float:
 def next_heartbeat(deliveries: Iterable[_Delivery], visibility_timeout: int) -> float:
     """When the heartbeat is next due: half a visibility timeout before the first expiry of a
     message that can still be extended (`math.inf` when none can)."""
-    first = min((d.hidden_until for d in deliveries if not d.at_ceiling), default=math.inf)
+    first = min([d.hidden_until for d in deliveries if not d.at_ceiling], default=math.inf)
     return first - _margin(visibility_timeout)
 
 
