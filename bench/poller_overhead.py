@@ -1,6 +1,7 @@
-"""The sync `Consumer`'s own client CPU per message, apart from botocore's.
+"""The pollers' own client CPU per message, apart from botocore's.
 
     .venv/bin/python bench/poller_overhead.py [--messages 2000] [--rounds 7] [--concurrency 1 4]
+        [--delay 0.001]
 
 `bench/poller_cpu.py` compares the pollers with a hand-written loop on a real (local) SQS; there
 botocore spends about 90 % of the client's CPU, and this machine's medians move by 10 % from run
@@ -8,17 +9,22 @@ to run, so a change of a few µs per message in the poller is lost in the noise.
 a stub client instead: it answers `ReceiveMessage` (10 messages, the attributes SQS sends) and
 `DeleteMessageBatch` from memory, after a 1 ms sleep per call (`--delay`) that stands for the
 round trip (the calling thread blocks and lets the others run, as on a socket). What is left is
-the poller's own work: its threads, its flows, its bookkeeping.
+the poller's own work: its threads, its flows, its bookkeeping. `--delay 0` answers at once,
+without sleeping at all: what is left is the pollers' Python alone, in a warm tight loop (a
+thread waking after each sleep runs colder, so the default delay shows more than that).
 
 Printed per `max_concurrency`: the loop's and the Consumer's client CPU µs/message (median and
-min over `--rounds` drains, alternating), and the Consumer's overhead (Consumer - loop).
+min over `--rounds` drains, alternating), and the Consumer's overhead (Consumer - loop); then
+the same for `AsyncConsumer` against the same loop written for asyncio on an `async def` stub.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import statistics
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -26,7 +32,12 @@ from typing import Any
 
 from _local import hand_round
 
-from sqsbatch import Consumer, ConsumerConfig, MessageBatch
+from sqsbatch import AsyncConsumer, Consumer, ConsumerConfig, MessageBatch
+from sqsbatch._core.shapes import RECEIVE_SYSTEM_ATTRIBUTES
+
+EMPTY_POLL_SECONDS = 0.05
+"""How long a receive from the drained stub waits before it answers empty: as a long poll does
+(without it, receivers left without messages at the end of a drain would spin on the stub)."""
 
 
 class StubSqs:
@@ -38,15 +49,19 @@ class StubSqs:
         self.taken = 0
         self.lock = threading.Lock()
 
+    def pause(self) -> None:
+        if self.delay:
+            time.sleep(self.delay)
+
     def get_queue_url(self, QueueName: str) -> dict[str, str]:
         return {"QueueUrl": f"http://127.0.0.1:1/123456789012/{QueueName}"}
 
     def get_queue_attributes(self, **params: Any) -> dict[str, Any]:
-        time.sleep(self.delay)
+        self.pause()
         return {"Attributes": {}}
 
     def receive_message(self, **params: Any) -> dict[str, Any]:
-        time.sleep(self.delay)
+        self.pause()
         with self.lock:
             first = self.taken
             self.taken = min(self.count, first + params.get("MaxNumberOfMessages", 1))
@@ -67,10 +82,13 @@ class StubSqs:
             }
             for n in range(first, self.taken)
         ]
-        return {"Messages": messages} if messages else {}
+        if not messages:  # a long poll on an empty queue: it waits, at no CPU cost
+            time.sleep(EMPTY_POLL_SECONDS)
+            return {}
+        return {"Messages": messages}
 
     def delete_message_batch(self, QueueUrl: str, Entries: list[dict[str, str]]) -> Any:
-        time.sleep(self.delay)
+        self.pause()
         return {"Successful": [{"Id": entry["Id"]} for entry in Entries], "Failed": []}
 
 
@@ -102,6 +120,80 @@ def consumer(count: int, delay: float, concurrency: int) -> None:
     assert len(seen) == count, f"{len(seen)} of {count} handled"
 
 
+class AsyncStubSqs:
+    """`StubSqs` for aiobotocore's `async def` calls; each call awaits its `delay` first."""
+
+    def __init__(self, count: int, delay: float) -> None:
+        self.stub = StubSqs(count, 0.0)
+        self.delay = delay
+
+    async def get_queue_url(self, **params: Any) -> dict[str, str]:
+        return self.stub.get_queue_url(**params)
+
+    async def get_queue_attributes(self, **params: Any) -> dict[str, Any]:
+        await self.pause()
+        return self.stub.get_queue_attributes(**params)
+
+    async def receive_message(self, **params: Any) -> dict[str, Any]:
+        await self.pause()
+        if self.stub.taken >= self.stub.count:  # a long poll on an empty queue
+            await asyncio.sleep(EMPTY_POLL_SECONDS)
+            return {}
+        return self.stub.receive_message(**params)
+
+    async def delete_message_batch(self, **params: Any) -> Any:
+        await self.pause()
+        return self.stub.delete_message_batch(**params)
+
+    async def pause(self) -> None:
+        if self.delay:
+            await asyncio.sleep(self.delay)
+
+
+def async_loop(count: int, delay: float, concurrency: int) -> None:
+    """The aioboto3 loop of `bench/poller_cpu.py` (sequential), on the async stub."""
+
+    async def drain() -> None:
+        client = AsyncStubSqs(count, delay)
+        url = (await client.get_queue_url(QueueName="stub"))["QueueUrl"]
+        seen: set[int] = set()
+        while len(seen) < count:
+            answer = await client.receive_message(
+                QueueUrl=url,
+                MaxNumberOfMessages=10,
+                WaitTimeSeconds=1,
+                MessageSystemAttributeNames=RECEIVE_SYSTEM_ATTRIBUTES,
+                MessageAttributeNames=["All"],
+            )
+            messages = answer.get("Messages", [])
+            for message in messages:
+                seen.add(json.loads(message["Body"])["n"])
+            entries = [
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
+            ]
+            await client.delete_message_batch(QueueUrl=url, Entries=entries)
+
+    asyncio.run(drain())
+
+
+def async_consumer(count: int, delay: float, concurrency: int) -> None:
+    """`AsyncConsumer` as `bench/poller_cpu.py` runs it, on the async stub."""
+    seen: set[int] = set()
+    consumers: list[AsyncConsumer] = []
+
+    async def handler(batch: MessageBatch) -> None:
+        for message in batch.messages:
+            seen.add(json.loads(message.body)["n"])
+        if len(seen) >= count:
+            consumers[0].stop()
+
+    config = ConsumerConfig(max_batch_size=10, max_batch_timeout=0, max_concurrency=concurrency)
+    client = AsyncStubSqs(count, delay)
+    consumers.append(AsyncConsumer("stub", handler, config, client=client))
+    asyncio.run(consumers[0].run_until_idle(1.0))
+    assert len(seen) == count, f"{len(seen)} of {count} handled"
+
+
 Drain = Callable[[int, float, int], None]
 
 
@@ -118,22 +210,30 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.001, help="seconds each call sleeps")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4])
     args = parser.parse_args()
+    pairs = [
+        ("Consumer", consumer, "loop", loop),
+        ("AsyncConsumer", async_consumer, "aio loop", async_loop),
+    ]
     for concurrency in args.concurrency:
-        runs: dict[str, list[float]] = {"loop": [], "Consumer": []}
-        drains: dict[str, Drain] = {"loop": loop, "Consumer": consumer}
-        for drain in drains.values():  # warm-up: imports, first-use costs
-            drain(200, args.delay, concurrency)
-        for _ in range(args.rounds):
-            for name, drain in drains.items():
-                runs[name].append(cpu_per_message(drain, args.messages, args.delay, concurrency))
-        mine, base = runs["Consumer"], runs["loop"]
-        print(
-            f"max_concurrency {concurrency}: loop {statistics.median(base):.1f} "
-            f"(min {min(base):.1f}), Consumer {statistics.median(mine):.1f} "
-            f"(min {min(mine):.1f}) µs/msg; overhead "
-            f"{statistics.median(mine) - statistics.median(base):.1f} "
-            f"(min {min(mine) - min(base):.1f}) µs/msg"
-        )
+        for mine_name, mine_drain, base_name, base_drain in pairs:
+            drains: dict[str, Drain] = {base_name: base_drain, mine_name: mine_drain}
+            runs: dict[str, list[float]] = {name: [] for name in drains}
+            for drain in drains.values():  # warm-up: imports, first-use costs
+                drain(200, args.delay, concurrency)
+            for _ in range(args.rounds):
+                for name, drain in drains.items():
+                    runs[name].append(
+                        cpu_per_message(drain, args.messages, args.delay, concurrency)
+                    )
+            mine, base = runs[mine_name], runs[base_name]
+            print(
+                f"max_concurrency {concurrency}: {base_name} {statistics.median(base):.1f} "
+                f"(min {min(base):.1f}), {mine_name} {statistics.median(mine):.1f} "
+                f"(min {min(mine):.1f}) µs/msg; overhead "
+                f"{statistics.median(mine) - statistics.median(base):.1f} "
+                f"(min {min(mine) - min(base):.1f}) µs/msg"
+            )
+    print(f"\ncommand: .venv/bin/python bench/poller_overhead.py {' '.join(sys.argv[1:])}")
 
 
 if __name__ == "__main__":
