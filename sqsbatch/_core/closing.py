@@ -99,6 +99,7 @@ class Closing:
     reasons: dict[int, str] = field(default_factory=dict)
     """Why each message dead-lettered, dropped or left to the RedrivePolicy was, by index."""
     queue_url: str = ""
+    """The queue the batch came from (what a bulk ack's deletes need)."""
 
 
 def close_batch(
