@@ -120,3 +120,22 @@ def hand_round(client: Any, url: str, handle: Callable[[str], object]) -> int:
     entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)]
     client.delete_message_batch(QueueUrl=url, Entries=entries)
     return len(messages)
+
+
+async def async_hand_round(client: Any, url: str, handle: Callable[[str], object]) -> int:
+    """`hand_round` for an aiobotocore client (or any with `async def` calls)."""
+    answer = await client.receive_message(
+        QueueUrl=url,
+        MaxNumberOfMessages=10,
+        WaitTimeSeconds=1,
+        MessageSystemAttributeNames=RECEIVE_SYSTEM_ATTRIBUTES,
+        MessageAttributeNames=["All"],
+    )
+    messages = answer.get("Messages", [])
+    if not messages:
+        return 0
+    for message in messages:
+        handle(message["Body"])
+    entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)]
+    await client.delete_message_batch(QueueUrl=url, Entries=entries)
+    return len(messages)

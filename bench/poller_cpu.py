@@ -58,13 +58,12 @@ from typing import Any
 import aioboto3
 import boto3
 from _lean_sqs import lean_sqs
-from _local import Server, command, hand_round, local_sqs
+from _local import Server, async_hand_round, command, hand_round, local_sqs
 from botocore.config import Config
 
 from sqsbatch import AsyncConsumer, Consumer, ConsumerConfig, MessageBatch, Producer
 from sqsbatch._botocore import client_config
 from sqsbatch._core.receiving import connections_for
-from sqsbatch._core.shapes import RECEIVE_SYSTEM_ATTRIBUTES
 from sqsbatch.local import LOCAL_CREDENTIALS
 
 REGION = LOCAL_CREDENTIALS["AWS_DEFAULT_REGION"]
@@ -286,24 +285,10 @@ class AsyncLoop(Contender):
     async def _drain(self, queue: str, tally: Tally) -> None:
         client = self.client
         url = (await client.get_queue_url(QueueName=queue))["QueueUrl"]
-        done = False
-        while not done:
-            answer = await client.receive_message(
-                QueueUrl=url,
-                MaxNumberOfMessages=10,
-                WaitTimeSeconds=1,
-                MessageSystemAttributeNames=RECEIVE_SYSTEM_ATTRIBUTES,
-                MessageAttributeNames=["All"],
-            )
-            messages = answer.get("Messages", [])
-            if not messages:
-                break
-            for message in messages:
-                done = tally.handle(message["Body"])
-            entries = [
-                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
-            ]
-            await client.delete_message_batch(QueueUrl=url, Entries=entries)
+        while len(tally.seen) < tally.expected and await async_hand_round(
+            client, url, tally.handle
+        ):
+            pass
 
     def close(self) -> None:
         self.runner.run(self.stack.aclose())

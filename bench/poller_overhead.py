@@ -24,16 +24,14 @@ import argparse
 import asyncio
 import json
 import statistics
-import sys
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from _local import hand_round
+from _local import async_hand_round, command, hand_round
 
 from sqsbatch import AsyncConsumer, Consumer, ConsumerConfig, MessageBatch
-from sqsbatch._core.shapes import RECEIVE_SYSTEM_ATTRIBUTES
 
 EMPTY_POLL_SECONDS = 0.05
 """How long a receive from the drained stub waits before it answers empty: as a long poll does
@@ -157,21 +155,10 @@ def async_loop(count: int, delay: float, concurrency: int) -> None:
         client = AsyncStubSqs(count, delay)
         url = (await client.get_queue_url(QueueName="stub"))["QueueUrl"]
         seen: set[int] = set()
-        while len(seen) < count:
-            answer = await client.receive_message(
-                QueueUrl=url,
-                MaxNumberOfMessages=10,
-                WaitTimeSeconds=1,
-                MessageSystemAttributeNames=RECEIVE_SYSTEM_ATTRIBUTES,
-                MessageAttributeNames=["All"],
-            )
-            messages = answer.get("Messages", [])
-            for message in messages:
-                seen.add(json.loads(message["Body"])["n"])
-            entries = [
-                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
-            ]
-            await client.delete_message_batch(QueueUrl=url, Entries=entries)
+        while len(seen) < count and await async_hand_round(
+            client, url, lambda body: seen.add(json.loads(body)["n"])
+        ):
+            pass
 
     asyncio.run(drain())
 
@@ -233,7 +220,7 @@ def main() -> None:
                 f"{statistics.median(mine) - statistics.median(base):.1f} "
                 f"(min {min(mine) - min(base):.1f}) µs/msg"
             )
-    print(f"\ncommand: .venv/bin/python bench/poller_overhead.py {' '.join(sys.argv[1:])}")
+    print(f"\ncommand: {command()}")
 
 
 if __name__ == "__main__":
