@@ -219,6 +219,54 @@ def test_the_heartbeat_keeps_a_slow_batch_hidden(sqs: Any, name: str) -> None:
     assert depth(sqs, name) == 0
 
 
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_heartbeat_that_fails_by_a_bug_is_logged_and_not_tried_again(
+    kind: str, sqs: Any, name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given a poller whose heartbeat raises (a bug of ours), and a handler that waits for it
+    queue_with(sqs, name, [0])
+    tried = threading.Event()
+    beats: list[int] = []
+
+    def broken_heartbeat(batch: MessageBatch) -> None:
+        beats.append(len(batch))
+        tried.set()
+        raise RuntimeError("a bug in the heartbeat")
+
+    async def broken_heartbeat_async(batch: MessageBatch) -> None:
+        broken_heartbeat(batch)
+
+    def handler(batch: MessageBatch) -> None:
+        assert tried.wait(10)
+
+    async def handler_async(batch: MessageBatch) -> None:
+        for _ in range(200):
+            if tried.is_set():
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError("no heartbeat came")
+
+    # When it runs until idle, with a heartbeat due about 3 s after the receive
+    cfg = config(visibility_timeout=4, max_concurrency=1)
+    if kind == "sync":
+        consumer: Consumer | AsyncConsumer = Consumer(name, handler, cfg, client=sqs)
+        consumer._heartbeat = broken_heartbeat  # type: ignore[method-assign]
+        consumer.run_until_idle(1.0)
+    else:
+
+        def patched(made: AsyncConsumer) -> None:
+            made._heartbeat = broken_heartbeat_async  # type: ignore[method-assign]
+
+        consumer = run_async(name, handler_async, cfg, sqs, prepare=patched)
+
+    # Then it was tried once, logged with its traceback, and the batch settled as usual
+    assert beats == [1]
+    [record] = [r for r in caplog.records if r.getMessage() == f"a heartbeat of {name} failed"]
+    assert record.exc_info is not None and "a bug in the heartbeat" in str(record.exc_info[1])
+    assert (consumer.stats.acked, consumer.stats.handler_timeouts) == (1, 0)
+    assert depth(sqs, name) == 0
+
+
 def test_stop_from_a_handler_ends_run(sqs: Any, name: str) -> None:
     queue_with(sqs, name, [0])
 

@@ -64,12 +64,18 @@ def run_async(
     limits: SqsLimits = SQS_LIMITS,
     idle_seconds: float = 1.0,
     body_model: Any = None,
+    prepare: Callable[[AsyncConsumer], None] | None = None,
 ) -> AsyncConsumer:
+    """An `AsyncConsumer` on an aiobotocore client to `client`'s endpoint, run until idle;
+    `prepare` gets it first."""
+
     async def main() -> AsyncConsumer:
         async with aio_client(client) as aio:
             consumer = AsyncConsumer(
                 queue, handler, config, client=aio, limits=limits, body_model=body_model
             )
+            if prepare is not None:
+                prepare(consumer)
             await consumer.run_until_idle(idle_seconds)
             return consumer
 
