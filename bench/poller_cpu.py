@@ -35,7 +35,8 @@ body (a body sqsbatch's Producer sent as JSON is decoded by sqsbatch itself) and
 Printed per contender: client CPU us/message (min and median over rounds) and its ratio to the
 loop of its flavour (boto3 for Consumer, aioboto3 for AsyncConsumer; both also against the boto3
 loops): of the mins, of the medians, and paired (the median of each round's own ratio, which a
-slow minute of this shared machine moves least); messages/s (from the start of a drain to the
+slow minute of this shared machine moves least; its quartiles, and how many rounds were at or
+under 1.10, are printed below the table); messages/s (from the start of a drain to the
 end of the last handler call) and its paired ratio to the loop's; requests per message
 (botocore's `before-send`, retries included) and the local SQS's CPU per message (the child's
 utime+stime from /proc; the server's cost, not the client's).
@@ -68,6 +69,8 @@ from sqsbatch.local import LOCAL_CREDENTIALS
 
 REGION = LOCAL_CREDENTIALS["AWS_DEFAULT_REGION"]
 SERVER_LIFETIME_SECONDS = 1800
+TARGET = 1.10
+"""The most client CPU per message a poller should spend, as a ratio to its loop's."""
 
 
 def credentials(endpoint: str) -> dict[str, Any]:
@@ -387,6 +390,17 @@ def report(contenders: list[Contender], messages: int, concurrency: int) -> None
             f"{statistics.median(rates[name]):7.0f} {paired(rates[name], rates[base]):7.2f} "
             f"{requests:9.3f} {server:11.0f}"
         )
+    print(
+        "  paired CPU ratio, round by round (25 % / median / 75 %; "
+        f"rounds at or under {TARGET:.2f}; 'loop, legacy' shows the machine's own spread):"
+    )
+    for contender in contenders:
+        name, base = contender.name, contender.baseline
+        if name != base:
+            ratios = [m / b for m, b in zip(cpu[name], cpu[base], strict=True)]
+            low, mid, high = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+            under = sum(ratio <= TARGET for ratio in ratios)
+            print(f"    {name:14} {low:.2f} / {mid:.2f} / {high:.2f}; {under} of {len(ratios)}")
     for base in ("boto3 loop", "loop, legacy"):
         against = ", ".join(
             f"{name} {statistics.median(cpu[name]) / statistics.median(cpu[base]):.2f}"
