@@ -13,6 +13,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from contextvars import ContextVar
 from types import FrameType
 from typing import Any
@@ -22,6 +23,7 @@ from opentelemetry import trace
 
 from sqsbatch import Consumer, ConsumerConfig, MessageBatch, Producer, create_queue
 from sqsbatch.limits import SqsLimits
+from tests.support.faults import ClientProxy
 from tests.support.scenarios import Recorder
 from tests.support.spans import Spans
 from tests.support.sqs_helpers import depth
@@ -31,12 +33,12 @@ WAIT = 30.0
 VAR: ContextVar[str] = ContextVar("VAR")
 
 
-class Calls:
+class Calls(ClientProxy):
     """Proxies a boto3 client; records each call (operation, thread, 'start'/'end'), and can
     hold calls of one operation at a gate."""
 
     def __init__(self, client: Any) -> None:
-        self._client = client
+        super().__init__(client)
         self._lock = threading.Lock()
         self.log: list[tuple[str, str, int]] = []
         self.held: dict[str, tuple[threading.Event, threading.Event]] = {}
@@ -55,25 +57,18 @@ class Calls:
         with self._lock:
             return [i for i, (name, w, _) in enumerate(self.log) if name == op and w == when]
 
-    def __getattr__(self, op: str) -> Any:
-        target = getattr(self._client, op)
-        if not callable(target):
-            return target
-
-        def call(**params: Any) -> Any:
+    def _call(self, op: str, target: Callable[..., Any], params: dict[str, Any]) -> Any:
+        with self._lock:
+            self.log.append((op, "start", threading.get_ident()))
+            gates = self.held.pop(op, None)
+        if gates is not None:
+            gates[0].set()
+            assert gates[1].wait(WAIT)
+        try:
+            return target(**params)
+        finally:
             with self._lock:
-                self.log.append((op, "start", threading.get_ident()))
-                gates = self.held.pop(op, None)
-            if gates is not None:
-                gates[0].set()
-                assert gates[1].wait(WAIT)
-            try:
-                return target(**params)
-            finally:
-                with self._lock:
-                    self.log.append((op, "end", threading.get_ident()))
-
-        return call
+                self.log.append((op, "end", threading.get_ident()))
 
 
 def fill(sqs: Any, name: str, bodies: list[Any], **queue: Any) -> None:
