@@ -29,7 +29,8 @@ from typing import Any
 from redrive.policy import BackoffPolicy
 from redrive.reasons import BRING_BACK_DEFAULT, Reasons
 from sqsbatch._core.ledger import visibility_allowed
-from sqsbatch.envelope import ATTRIBUTE, DecodedMessage, death_reason, decode
+from sqsbatch.attributes import ATTRIBUTE
+from sqsbatch.envelope import DecodedMessage, death_reason, decode
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 
 __all__ = ["Disposition", "DlqMessage", "Kind", "decide", "read", "route"]

@@ -14,7 +14,8 @@ from typing import Any, Self
 
 from sqsbatch._async.door import AsyncSqs, default_client
 from sqsbatch._core.calls import BatchRun
-from sqsbatch.envelope import ContentType, SendAttribute
+from sqsbatch.attributes import SendAttribute
+from sqsbatch.envelope import ContentType
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.producer import (
     MessageSendRequest,

@@ -17,8 +17,8 @@ from operator import itemgetter
 from typing import Any, TypedDict, cast
 
 from sqsbatch._core.ledger import ActionKind
+from sqsbatch.attributes import ATTRIBUTE
 from sqsbatch.envelope import (
-    ATTRIBUTE,
     FOREIGN,
     Envelope,
     read_envelope,

@@ -10,7 +10,8 @@ from itertools import repeat
 from typing import Any, TypeVar, overload
 
 from sqsbatch._core.ledger import Ledger, Settled, Verdict
-from sqsbatch.envelope import Death, DecodedMessage, Envelope, UserAttribute, check_reason
+from sqsbatch.attributes import UserAttribute
+from sqsbatch.envelope import Death, DecodedMessage, Envelope, check_reason
 from sqsbatch.errors import MessageError
 
 T = TypeVar("T")

@@ -18,8 +18,9 @@ from sqsbatch._core.calls import BatchRun, Entry
 from sqsbatch._core.entries import Outbound, hop_delay, send_entry
 from sqsbatch._core.shapes import is_fifo, queue_name
 from sqsbatch._sync.door import SyncSqs, default_client
+from sqsbatch.attributes import SendAttribute, encode_attributes
 from sqsbatch.config import MAX_TTL_SECONDS, ProducerConfig
-from sqsbatch.envelope import ContentType, Envelope, SendAttribute, encode_attributes, encode_body
+from sqsbatch.envelope import ContentType, Envelope, encode_body
 from sqsbatch.errors import FifoError, MessageError, SendError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import check_delay

@@ -31,15 +31,9 @@ from sqsbatch._core.queue_settings import check_dead_letter_queue, resolve_setti
 from sqsbatch._core.receiving import split_received
 from sqsbatch._core.shapes import is_fifo, queue_name
 from sqsbatch._sync.flavour import BatchHandler
+from sqsbatch.attributes import UserAttribute, encode_attributes
 from sqsbatch.config import ConsumerConfig
-from sqsbatch.envelope import (
-    ContentType,
-    Envelope,
-    ErrorInfo,
-    UserAttribute,
-    encode_attributes,
-    encode_body,
-)
+from sqsbatch.envelope import ContentType, Envelope, ErrorInfo, encode_body
 from sqsbatch.errors import MessageError, SqsBatchError
 from sqsbatch.handler_tasks import run_async_handler, run_in_thread
 from sqsbatch.message import MessageBatch

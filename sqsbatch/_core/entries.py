@@ -16,17 +16,9 @@ from typing import Any
 
 from sqsbatch._core.calls import Entry
 from sqsbatch._core.ledger import Action, ActionKind
-from sqsbatch.envelope import ATTRIBUTE as META
-from sqsbatch.envelope import (
-    MAX_ERROR_CHARS,
-    AttributeValue,
-    Death,
-    DecodedMessage,
-    Envelope,
-    ErrorInfo,
-    carry,
-    payload_size,
-)
+from sqsbatch.attributes import ATTRIBUTE as META
+from sqsbatch.attributes import AttributeValue, payload_size
+from sqsbatch.envelope import MAX_ERROR_CHARS, Death, DecodedMessage, Envelope, ErrorInfo, carry
 from sqsbatch.errors import FifoError, MessageError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import _Delivery

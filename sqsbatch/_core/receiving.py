@@ -16,9 +16,9 @@ from typing import Any
 
 from sqsbatch._core.batching import BatchWindow
 from sqsbatch._core.entries import TwoPhase, is_premature, postpone_entries
+from sqsbatch.attributes import ATTRIBUTE
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.envelope import (
-    ATTRIBUTE,
     FOREIGN,
     DecodedMessage,
     Envelope,

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from sqsbatch._core.shapes import queue_name
 from sqsbatch._sync.door import SyncSqs
+from sqsbatch.attributes import UserAttribute, payload_size
 from sqsbatch.cli.common import (
     CliError,
     err,
@@ -38,10 +39,8 @@ from sqsbatch.envelope import (
     MOVED_BY_SQS_TEXT,
     ContentType,
     Envelope,
-    UserAttribute,
     death_reason,
     decode,
-    payload_size,
 )
 from sqsbatch.errors import SqsBatchError
 from sqsbatch.producer import MessageSendRequest, Producer
