@@ -5,7 +5,7 @@ is closed by the same decision code (`_core.closing.close_batch`) and settled by
 for Lambda (`_core.flows.settle_for_lambda`), and only what Lambda cannot do is called:
 visibility changes for retries with a delay, dead-letter copies and re-sent long delays, all
 before returning. Lambda deletes every record left out of `batchItemFailures`
-(`lambda_event.report` decides which), so acks cost no call. With `metrics = "emf"`, each
+(`lambda_report.report` decides which), so acks cost no call. With `metrics = "emf"`, each
 invocation writes its batch's CloudWatch metrics before returning (`sqsbatch.metrics`).
 """
 

@@ -3,26 +3,23 @@
 An SQS event source mapping hands Lambda records that are received messages in another shape
 (camelCase, base64 binary attributes, the queue as an ARN). `parse_event` turns them back into
 what `ReceiveMessage` returns, so that the same decoding and settlement run on every front end.
-`report` decides which records go into `batchItemFailures`: Lambda deletes every record left out.
+`report` (`sqsbatch._core.lambda_report`, re-exported here) decides which records go into
+`batchItemFailures`: Lambda deletes every record left out.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from operator import itemgetter
 from typing import Any, TypedDict, cast
 
-from sqsbatch._core.ledger import ActionKind
+from sqsbatch._core.lambda_report import Report, report
 from sqsbatch.attributes import ATTRIBUTE
-from sqsbatch.envelope import (
-    FOREIGN,
-    Envelope,
-    read_envelope,
-)
+from sqsbatch.envelope import FOREIGN, Envelope, read_envelope
 from sqsbatch.errors import EventError
 
 __all__ = [
@@ -302,47 +299,6 @@ def handler_budget(handler_timeout: float, remaining_seconds: float | None) -> f
         return handler_timeout
     margin = min(MAX_MARGIN_SECONDS, MARGIN_SHARE * remaining_seconds)
     return max(0.0, min(handler_timeout, remaining_seconds - margin))
-
-
-@dataclass(frozen=True)
-class Report:
-    listed: list[int]
-    """Indexes to report in `batchItemFailures`: Lambda leaves them to reappear."""
-    delete: list[int]
-    """Indexes sqsbatch deletes itself and reports anyway (FIFO: behind a failure of the group)."""
-
-
-def report(
-    kinds: Sequence[ActionKind],
-    sent: Set[int],
-    groups: Sequence[str | None],
-    *,
-    fifo: bool,
-) -> Report:
-    """Which messages of a settled batch to report as failed.
-
-    Acks and drops are left out (Lambda deletes them), hidden retries and messages left to the
-    RedrivePolicy are reported, and a re-sent or dead-lettered message is left out only once its
-    copy was accepted (`sent`). On a FIFO queue no message is reported as done after an earlier
-    failure of its group: one that is settled all the same (an explicit ack, an accepted copy) is
-    deleted here and reported. `groups` (each message's group) is read on FIFO queues only.
-    """
-    listed: list[int] = []
-    delete: list[int] = []
-    failed_groups: set[str] = set()
-    for index, kind in enumerate(kinds):
-        if kind is ActionKind.DELETE and not fifo:
-            continue  # the common case, decided without a look at the group
-        group = groups[index] if fifo else None
-        copied = kind in (ActionKind.RESEND, ActionKind.DEAD_LETTER)
-        if kind in (ActionKind.HIDE, ActionKind.LEAVE) or (copied and index not in sent):
-            listed.append(index)
-            if fifo and group is not None:
-                failed_groups.add(group)
-        elif fifo and group in failed_groups:
-            listed.append(index)
-            delete.append(index)
-    return Report(listed, delete)
 
 
 def _envelope_of(user: Mapping[str, Any]) -> Envelope:

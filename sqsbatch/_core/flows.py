@@ -31,6 +31,7 @@ from sqsbatch._core.closing import Closing, acked_tally, drops, refusals, sent_k
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.entries import TwoPhase, delete_entries
 from sqsbatch._core.heartbeat import extended, heartbeat_entries
+from sqsbatch._core.lambda_report import report
 from sqsbatch._core.queue_settings import (
     QueueSettings,
     lookup_refusal,
@@ -42,7 +43,6 @@ from sqsbatch._core.screening import Screen, close_screened, screen
 from sqsbatch._core.shapes import is_transient, receive_params
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.errors import QueueNotFound, SqsBatchError, SqsError
-from sqsbatch.lambda_event import report
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import MessageBatch, _Delivery
 
@@ -173,7 +173,7 @@ def settle_for_lambda(
     closing: Closing, batch: MessageBatch, limits: SqsLimits = SQS_LIMITS
 ) -> Flow[Settled]:
     """Phase one here; Lambda deletes every record left out of `batchItemFailures`, so the
-    second phase deletes only what Lambda cannot (`lambda_event.report` decides which).
+    second phase deletes only what Lambda cannot (`lambda_report.report` decides which).
     A batch acked in bulk costs nothing: no call, nothing to report."""
     if closing.bulk_ack:
         return Settled({"batches": 1, "acked": len(closing.kinds)}, [])
