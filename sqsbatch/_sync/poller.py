@@ -3,7 +3,9 @@
 `sqsbatch/_async/poller.py` is the source and `sqsbatch/_sync/poller.py` is generated from it by
 unasync (`make twins`; a test fails when it is stale): edit the source, never the generated
 file. What threads and asyncio do their own way (the client, an event any thread may set, units
-of work, a handler run against a deadline, signals) is in the flavour module beside each.
+of work, a handler run against a deadline, signals) is in the flavour module beside each; what
+never waits (settings, counters, the slots' bookkeeping, health and the watchdog) is written
+once, by hand, in the base class both pollers share (`sqsbatch._pollers.Poller`).
 
 A thin shell: every decision comes from the core (`sqsbatch._core`), and every exchange with SQS
 is one of its flows, driven by the door. The loop starts receivers as `Receivers` allows (one
@@ -24,26 +26,22 @@ from __future__ import annotations
 
 import logging
 import os
-import random
-import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from sqsbatch import tracing
 from sqsbatch._core.batching import BatchWindow
 from sqsbatch._core.closing import close_batch, handler_end
 from sqsbatch._core.context import QueueContext
-from sqsbatch._core.flows import ReceiveErrors, Screening, heartbeat, read_settings, receive, settle
+from sqsbatch._core.flows import Screening, heartbeat, read_settings, receive, settle
 from sqsbatch._core.handlers import check_handler
 from sqsbatch._core.heartbeat import Watch
-from sqsbatch._core.liveness import Liveness, Pulse, all_busy, default_stall_seconds
-from sqsbatch._core.metrics import batch_sample
-from sqsbatch._core.queue_settings import check_dead_letter_queue
+from sqsbatch._core.liveness import Liveness
 from sqsbatch._core.receivers import Receivers
-from sqsbatch._core.receiving import Assembly, connections_for, is_idle, receive_visibility
-from sqsbatch._core.screening import BodyModel, Screen
+from sqsbatch._core.receiving import Assembly, connections_for, receive_visibility
+from sqsbatch._core.screening import Screen
+from sqsbatch._pollers import Poller, Running
 from sqsbatch._sync.door import SyncSqs
 from sqsbatch._sync.flavour import (
     HANDLER_IS_ASYNC,
@@ -56,12 +54,10 @@ from sqsbatch._sync.flavour import (
     opened,
 )
 from sqsbatch.config import ConsumerConfig
-from sqsbatch.errors import ConfigError, SqsBatchError
-from sqsbatch.health import HealthFile
-from sqsbatch.lifecycle import ConsumerStats
+from sqsbatch.errors import ConfigError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import MessageBatch, _Delivery
-from sqsbatch.metrics import EmfMetrics, consumer_metrics
+from sqsbatch.metrics import consumer_metrics
 
 __all__ = ["Consumer"]
 
@@ -71,7 +67,7 @@ WAKE_SECONDS = 0.5
 """How long the loop waits for news from its slots before it looks again anyway."""
 
 
-class Consumer:
+class Consumer(Poller):
     """Polls one queue and hands batches to `handler`, with Cloudflare Queues' semantics.
 
     `client`: a boto3 SQS client for `Consumer`, an aiobotocore one already entered
@@ -80,6 +76,10 @@ class Consumer:
     `health_file`: a path touched while the poller is alive, for `sqsbatch health`; a directory
     that does not exist or cannot be written is a `ConfigError` here (docs/operations.md).
     """
+
+    handler: BatchHandler
+    _stopping: Flag
+    _changed: Flag
 
     def __init__(
         self,
@@ -95,55 +95,21 @@ class Consumer:
         body_model: Any = None,
     ) -> None:
         check_handler(handler, is_async=HANDLER_IS_ASYNC)
-        self._body_model = BodyModel(body_model) if body_model is not None else None
-        self.config = config if config is not None else ConsumerConfig.load(queue)
-        check_dead_letter_queue(queue, self.config.dead_letter_queue)
-        self._health = HealthFile(health_file) if health_file is not None else None
-        self.queue = queue
-        self.handler = handler
-        self.stats = ConsumerStats()
-        self._limits = limits
-        self._clock = clock
-        self._wall_clock = wall_clock
-        self._stopping = Flag()
-        self._changed = Flag()  # a slot has news: a slot is free, or a receiver could start
-        self._lock = counter_lock()
-        self._receivers = Receivers(self.config.max_concurrency)
-        self._random = random.Random()
         self._sqs = SyncSqs(client)
-        self._context: QueueContext | None = None
-        self._screening: Screening | None = None
-        self._last_activity = 0.0
-        self._receive_errors = ReceiveErrors()
-        self._fatal: SqsBatchError | None = None
-        self._liveness = Liveness(self.stall_seconds, alive_at=clock())
-        self._handlers: dict[int, float] = {}  # a running handler's batch -> when it started
-        self._metrics: EmfMetrics | None = None
-
-    @property
-    def stall_seconds(self) -> float:
-        """The watchdog's limit: the setting, else three long polls plus the visibility timeout."""
-        if self.config.stall_seconds is not None:
-            return self.config.stall_seconds
-        return default_stall_seconds(self._limits.max_wait_seconds, self.config.visibility_timeout)
-
-    @property
-    def requests(self) -> int:
-        """SQS requests made so far (the bill)."""
-        return sum(self._sqs.requests.values())
-
-    @property
-    def requests_by_operation(self) -> dict[str, int]:
-        """SQS requests made so far, per boto3 operation name."""
-        return dict(self._sqs.requests)
-
-    def stop(self) -> None:
-        """Stop receiving; in-flight batches finish and settle, then `run()` returns.
-
-        Safe to call from another thread, from a signal handler or from a handler.
-        """
-        self._stopping.set()
-        self._changed.set()
+        self._stopping = Flag()
+        self._changed = Flag()
+        super().__init__(
+            queue,
+            handler,
+            config,
+            requests=self._sqs.requests,
+            lock=counter_lock(),
+            limits=limits,
+            clock=clock,
+            wall_clock=wall_clock,
+            health_file=health_file,
+            body_model=body_model,
+        )
 
     def run(self) -> None:
         """Poll until `stop()` or SIGTERM/SIGINT, then shut down gracefully."""
@@ -180,14 +146,6 @@ class Consumer:
         )
         return context
 
-    def _count(self, counts: dict[str, int]) -> None:
-        """What a flow or a handler's end concluded: into `stats`, and into the metrics."""
-        if not counts:
-            return
-        self.stats.add(counts)
-        if self._metrics is not None:
-            self._metrics.add(counts)
-
     def _loop(self, idle_seconds: float | None) -> None:
         self._liveness = Liveness(self.stall_seconds, alive_at=self._clock())
         timeouts = {
@@ -216,12 +174,6 @@ class Consumer:
         if self._fatal is not None:
             raise self._fatal
 
-    def _next_receivers(self, idle_seconds: float | None) -> int | None:
-        """How many receivers to start now; None once idle with nothing in flight."""
-        idle = is_idle(idle_seconds, self._clock() - self._last_activity)
-        with self._lock:
-            return self._receivers.start(stopping=self._stopping.is_set(), idle=idle)
-
     def _serve(self, idle_seconds: float | None) -> None:
         """One slot: receive a batch of its own, then hand it to the handler and settle it; again,
         in the same slot, while a receiver is wanted."""
@@ -243,60 +195,6 @@ class Consumer:
             finally:
                 if not taken:  # else the watcher settled the batch and freed the slot
                     again = self._settled(idle_seconds, again=again)
-
-    # -- health and the watchdog -----------------------------------------------------------------
-
-    def _alive(self) -> None:
-        """A receive completed: the health file is touched."""
-        with self._lock:
-            pulse = self._liveness.received(self._clock())
-        self._pulse(pulse)
-
-    def _look(self) -> None:
-        """The loop's look at its slots: busy counts as alive; too long neither stops it."""
-        now = self._clock()
-        with self._lock:
-            busy = all_busy(
-                now,
-                self._handlers.values(),
-                slots=self.config.max_concurrency,
-                handler_timeout=self.config.handler_timeout,
-            )
-            pulse = self._liveness.look(now, busy=busy, stopping=self._stopping.is_set())
-        self._pulse(pulse)
-        if self._metrics is not None:
-            self._metrics.tick()
-
-    def _pulse(self, pulse: Pulse) -> None:
-        if pulse.touch and self._health is not None:
-            self._health.touch()
-        if pulse.stalled_for is not None:
-            message = self._liveness.stall_message(self.queue, pulse.stalled_for)
-            log.error("%s", message)
-            self._fatal = SqsBatchError(message)
-            self.stop()
-
-    def _received(self, got: int, asked: int) -> bool:
-        with self._lock:
-            return self._receivers.received(got=got, asked=asked)
-
-    def _stopped_receiving(self, *, with_batch: bool) -> None:
-        with self._lock:
-            news = self._receivers.stopped_receiving(with_batch=with_batch)
-        if news:
-            self._changed.set()
-
-    def _settled(self, idle_seconds: float | None, *, again: bool) -> bool:
-        """A batch settled: whether its slot receives again (else it is free, and the loop
-        hears of it). The loop is woken only when it has something to do."""
-        idle = is_idle(idle_seconds, self._clock() - self._last_activity)
-        with self._lock:
-            stopping = self._stopping.is_set()
-            again = self._receivers.settled(again=again, stopping=stopping, idle=idle)
-            news = not again or self._receivers.startable > 0
-        if news:
-            self._changed.set()
-        return again
 
     def _assemble(self, idle_seconds: float | None) -> list[_Delivery]:
         """Receive until the batch is due (full or window closed), or until stop/idle."""
@@ -345,10 +243,6 @@ class Consumer:
             self._last_activity = self._clock()
         return received.deliveries
 
-    def _require_context(self) -> QueueContext:
-        assert self._context is not None, "the loop starts before its slots do"
-        return self._context
-
     # -- one batch, in its own slot --------------------------------------------------------------
 
     def _process(self, deliveries: list[_Delivery], idle_seconds: float | None) -> bool:
@@ -356,7 +250,7 @@ class Consumer:
         (threads: the watcher did, past `handler_timeout`, and freed the slot, while the handler
         runs on in this slot's thread, unwaited)."""
         batch = MessageBatch(self._require_context().name, deliveries)
-        running = _Running(batch, tracing.start(batch), self._clock(), self._wall_clock())
+        running = Running(batch, tracing.start(batch), self._clock(), self._wall_clock())
         with self._lock:
             self._handlers[id(batch)] = running.started
         try:
@@ -375,7 +269,7 @@ class Consumer:
         return True
 
     def _supervise(
-        self, running: _Running, idle_seconds: float | None
+        self, running: Running, idle_seconds: float | None
     ) -> tuple[bool, BaseException | None] | None:
         """Run the handler; its messages are kept hidden meanwhile, and it is given up on at
         `handler_timeout`. (timed out, what it raised); None when the watcher settled the batch
@@ -396,7 +290,7 @@ class Consumer:
             return None
         return run.timed_out(), run.failure()
 
-    def _close(self, running: _Running, timed_out: bool, error: BaseException | None) -> None:
+    def _close(self, running: Running, timed_out: bool, error: BaseException | None) -> None:
         """The handler is done (or given up): count and log how it ended, then settle the batch
         (by the slot, or by the watcher past `handler_timeout`: exactly once)."""
         running.closed = True
@@ -424,17 +318,6 @@ class Consumer:
             self._last_activity = self._clock()
             trace.finish()
 
-    def _forget(self, running: _Running) -> None:
-        """The handler is no longer running: out of the watchdog's view, into the metrics."""
-        with self._lock:
-            del self._handlers[id(running.batch)]
-        if self._metrics is not None:
-            ran = self._clock() - running.started
-            sample = batch_sample(
-                running.batch.messages, handler_seconds=ran, wall_now=running.delivered_at
-            )
-            self._metrics.sample(sample)
-
     def _heartbeat(self, batch: MessageBatch) -> None:
         flow = heartbeat(
             batch,
@@ -447,18 +330,3 @@ class Consumer:
         self._count(beat.counts)
         for level, text in beat.lines:
             log.log(level, "%s", text)
-
-    def _on_signal(self, sig: signal.Signals) -> None:
-        log.info("%s: stopping after in-flight batches", sig.name)
-        self.stop()
-
-
-@dataclass(slots=True)
-class _Running:
-    """A batch handed to the handler, and what its end needs (by the slot or the watcher)."""
-
-    batch: MessageBatch
-    trace: tracing.BatchTrace
-    started: float
-    delivered_at: float
-    closed: bool = False

@@ -39,7 +39,7 @@ def test_a_change_to_a_source_makes_its_twin_stale(tmp_path: Path) -> None:
     # The check itself: generation follows the source, so an edit shows up as a difference.
     twins = twins_script()
     fresh = twins.generate(tmp_path / "a")
-    assert "class Consumer:" in fresh["poller.py"] and "await " not in fresh["poller.py"]
+    assert "class Consumer(Poller):" in fresh["poller.py"] and "await " not in fresh["poller.py"]
     assert "class SyncSqs:" in fresh["door.py"] and "async def" not in fresh["door.py"]
 
 
