@@ -20,7 +20,15 @@ from sqsbatch.cdk.fargate import FargateConsumer, RedriveService, TaskSize, cont
 from sqsbatch.cdk.lambda_consumer import LambdaConsumer
 from sqsbatch.cdk.queues import DeadLetterQueue, QueueWithDlq
 from sqsbatch.cdk.rules import Metrics, metrics_of, shared_metrics
-from sqsbatch.cdk.settings import DeploymentPlan, QueuePlan, image_for, load_plan
+from sqsbatch.cdk.settings import (
+    DeploymentPlan,
+    EcsSettings,
+    LambdaSettings,
+    QueuePlan,
+    QueueSettings,
+    image_for,
+    load_plan,
+)
 
 __all__ = ["SqsBatchStack", "build_app"]
 
@@ -140,38 +148,42 @@ class SqsBatchStack(Stack):
         )
         self._observe(plan, queues)
         if infra.lambda_ is not None:
-            settings = infra.lambda_
-            LambdaConsumer(
-                queues,
-                "Lambda",
-                queues=queues,
-                asset_path=self.plan.base_dir / settings.asset,
-                handler=settings.handler,
-                timeout_seconds=settings.timeout_seconds,
-                memory_mb=settings.memory_mb,
-                runtime=settings.runtime,
-                architecture=settings.architecture,
-                max_concurrency=settings.max_concurrency,
-                redrive_headroom=self.plan.settings.redrive_headroom,
-            )
+            self._add_lambda(infra.lambda_, queues)
         if infra.ecs is not None:
-            ecs_settings = infra.ecs
-            image = image_for(self.plan, infra)
-            FargateConsumer(
-                queues,
-                "Ecs",
-                queues=queues,
-                cluster=self.cluster,
-                image=container_image(queues, "Image", **image.model_dump()),
-                handler=ecs_settings.handler,
-                min_tasks=ecs_settings.min_tasks,
-                max_tasks=ecs_settings.max_tasks,
-                messages_per_task=ecs_settings.messages_per_task,
-                size=TaskSize(
-                    ecs_settings.cpu, ecs_settings.memory_mb, ecs_settings.stop_timeout_seconds
-                ),
-                assign_public_ip=True,
-            )
+            self._add_ecs(infra, infra.ecs, queues)
+
+    def _add_lambda(self, settings: LambdaSettings, queues: QueueWithDlq) -> None:
+        """The queue's Lambda consumer (an SQS event source mapping)."""
+        LambdaConsumer(
+            queues,
+            "Lambda",
+            queues=queues,
+            asset_path=self.plan.base_dir / settings.asset,
+            handler=settings.handler,
+            timeout_seconds=settings.timeout_seconds,
+            memory_mb=settings.memory_mb,
+            runtime=settings.runtime,
+            architecture=settings.architecture,
+            max_concurrency=settings.max_concurrency,
+            redrive_headroom=self.plan.settings.redrive_headroom,
+        )
+
+    def _add_ecs(self, infra: QueueSettings, settings: EcsSettings, queues: QueueWithDlq) -> None:
+        """The queue's ECS consumer: a Fargate service scaled on the queue's depth."""
+        image = image_for(self.plan, infra)
+        FargateConsumer(
+            queues,
+            "Ecs",
+            queues=queues,
+            cluster=self.cluster,
+            image=container_image(queues, "Image", **image.model_dump()),
+            handler=settings.handler,
+            min_tasks=settings.min_tasks,
+            max_tasks=settings.max_tasks,
+            messages_per_task=settings.messages_per_task,
+            size=TaskSize(settings.cpu, settings.memory_mb, settings.stop_timeout_seconds),
+            assign_public_ip=True,
+        )
 
     def _observe(self, plan: QueuePlan, queues: QueueWithDlq) -> None:
         """The queue's dashboard and, with metrics on, the alarms on the consumer's metrics."""
