@@ -6,8 +6,7 @@ Every check and encoding is `producer.SendPlan`'s, before any call; the delay ru
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any, Self
@@ -16,49 +15,29 @@ from sqsbatch._async.door import AsyncSqs, default_client
 from sqsbatch._core.calls import BatchRun
 from sqsbatch.attributes import SendAttribute
 from sqsbatch.envelope import ContentType
-from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.producer import (
     MessageSendRequest,
+    ProducerBase,
     SendPlan,
-    check_ttl,
     content_dedup_query,
     has_content_dedup,
-    producer_delay,
 )
 
 __all__ = ["AsyncProducer"]
 
 
-class AsyncProducer:
+class AsyncProducer(ProducerBase):
     """Sends to one queue (name or URL) from asyncio code; reuse one per queue.
 
     `client` is an aiobotocore SQS client already entered. Without one, the producer opens its
     own on first use: close it with `await producer.aclose()`, or use `async with`.
     """
 
-    def __init__(
-        self,
-        queue: str,
-        *,
-        delivery_delay: int | None = None,
-        ttl_seconds: float | None = None,
-        client: Any = None,
-        limits: SqsLimits = SQS_LIMITS,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.delivery_delay = producer_delay(queue, delivery_delay)
-        self.ttl_seconds = check_ttl("ttl_seconds", ttl_seconds)
-        self.queue = queue
-        self._sqs = AsyncSqs(client)
-        self._limits = limits
-        self._clock = clock
-        self._content_dedup: bool | None = None
-        self._exit: AsyncExitStack | None = None
+    _sqs: AsyncSqs
+    _exit: AsyncExitStack | None = None  # the client this producer opened, to close
 
-    @property
-    def requests(self) -> int:
-        """SQS requests made so far."""
-        return sum(self._sqs.requests.values())
+    def _door(self, client: Any) -> AsyncSqs:
+        return AsyncSqs(client)
 
     async def send(
         self,
@@ -85,16 +64,7 @@ class AsyncProducer:
         ttl_seconds: float | None = None,
     ) -> list[str]:
         """Send up to 100 messages in calls of at most 10 entries and 1 MiB; returns their ids."""
-        plan = SendPlan(
-            self.queue,
-            messages,
-            batch_delay=delay_seconds,
-            default_delay=self.delivery_delay,
-            batch_ttl=ttl_seconds,
-            default_ttl=self.ttl_seconds,
-            wall_now=self._clock(),
-            limits=self._limits,
-        )
+        plan = self._plan(messages, delay_seconds, ttl_seconds)
         await self._open()
         url = await self._sqs.queue_url(self.queue)
         entries = plan.entries(url, content_dedup=await self._has_content_dedup(url, plan))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqsbatch._core.calls import BatchRun, Entry
 from sqsbatch._core.entries import Outbound, hop_delay, send_entry
@@ -26,10 +26,14 @@ from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import check_delay
 from sqsbatch.tracing import outgoing
 
+if TYPE_CHECKING:
+    from sqsbatch._async.door import AsyncSqs
+
 __all__ = [
     "MAX_SEND_BATCH",
     "MessageSendRequest",
     "Producer",
+    "ProducerBase",
     "SendPlan",
     "as_request",
     "check_ttl",
@@ -186,8 +190,12 @@ def has_content_dedup(attributes: Mapping[str, str]) -> bool:
     return attributes.get("ContentBasedDeduplication") == "true"
 
 
-class Producer:
-    """Sends to one queue (name or URL). Thread-safe; reuse one per queue."""
+class ProducerBase:
+    """What `Producer` and `AsyncProducer` share: their settings (checked before any client is
+    made), the request count and each send's plan. The door (`_door`) and the calls, made or
+    awaited, are theirs."""
+
+    _sqs: SyncSqs | AsyncSqs
 
     def __init__(
         self,
@@ -202,15 +210,45 @@ class Producer:
         self.delivery_delay = producer_delay(queue, delivery_delay)
         self.ttl_seconds = check_ttl("ttl_seconds", ttl_seconds)
         self.queue = queue
-        self._sqs = SyncSqs(client if client is not None else default_client())
         self._limits = limits
         self._clock = clock
         self._content_dedup: bool | None = None
+        self._sqs = self._door(client)
+
+    def _door(self, client: Any) -> SyncSqs | AsyncSqs:
+        raise NotImplementedError
 
     @property
     def requests(self) -> int:
         """SQS requests made so far."""
         return sum(self._sqs.requests.values())
+
+    def _plan(
+        self,
+        messages: Iterable[MessageSendRequest | Mapping[str, Any]],
+        delay_seconds: int | None,
+        ttl_seconds: float | None,
+    ) -> SendPlan:
+        """One `send_batch` call's messages, checked and encoded, with the defaults applied."""
+        return SendPlan(
+            self.queue,
+            messages,
+            batch_delay=delay_seconds,
+            default_delay=self.delivery_delay,
+            batch_ttl=ttl_seconds,
+            default_ttl=self.ttl_seconds,
+            wall_now=self._clock(),
+            limits=self._limits,
+        )
+
+
+class Producer(ProducerBase):
+    """Sends to one queue (name or URL). Thread-safe; reuse one per queue."""
+
+    _sqs: SyncSqs
+
+    def _door(self, client: Any) -> SyncSqs:
+        return SyncSqs(client if client is not None else default_client())
 
     def send(
         self,
@@ -237,16 +275,7 @@ class Producer:
         ttl_seconds: float | None = None,
     ) -> list[str]:
         """Send up to 100 messages in calls of at most 10 entries and 1 MiB; returns their ids."""
-        plan = SendPlan(
-            self.queue,
-            messages,
-            batch_delay=delay_seconds,
-            default_delay=self.delivery_delay,
-            batch_ttl=ttl_seconds,
-            default_ttl=self.ttl_seconds,
-            wall_now=self._clock(),
-            limits=self._limits,
-        )
+        plan = self._plan(messages, delay_seconds, ttl_seconds)
         url = self._sqs.queue_url(self.queue)
         entries = plan.entries(url, content_dedup=self._has_content_dedup(url, plan))
         return plan.ids(self._sqs.execute(BatchRun(entries, limits=self._limits)))

@@ -1,8 +1,8 @@
 """The sync and async front ends are twins: same public surface, same parameters.
 
 The pollers and the doors are generated (tests/core/test_twins.py checks that); the producers
-are written by hand on both sides, over the same pure `SendPlan`. A method or parameter added to
-one side only fails here.
+are written by hand on both sides, over the same `ProducerBase` and pure `SendPlan`. A method or
+parameter added to one side only fails here.
 """
 
 from __future__ import annotations
