@@ -5,7 +5,7 @@ count, the slots' bookkeeping with the core's `Receivers`, health and the watchd
 `Liveness`), and the metrics. None of it does I/O or awaits anything, so it is the same for
 threads and asyncio; the coroutines that receive, run the handler and settle are in
 `sqsbatch/_async/poller.py`, from which unasync generates `sqsbatch/_sync/poller.py`. A poller
-gives this base its door's request counter, its two flags (`stopping`, `changed`) and a lock
+sets its door (`_sqs`) and its two flags (`stopping`, `changed`), then gives this base a lock
 of its flavour.
 """
 
@@ -15,11 +15,10 @@ import logging
 import os
 import random
 import signal
-from collections import Counter
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqsbatch import tracing
 from sqsbatch._core.context import QueueContext
@@ -37,6 +36,10 @@ from sqsbatch.lifecycle import ConsumerStats
 from sqsbatch.limits import SqsLimits
 from sqsbatch.message import MessageBatch
 from sqsbatch.metrics import EmfMetrics
+
+if TYPE_CHECKING:
+    from sqsbatch._async.door import AsyncSqs
+    from sqsbatch._sync.door import SyncSqs
 
 __all__ = ["Poller", "Running"]
 
@@ -65,6 +68,7 @@ class Running:
 class Poller:
     """The flavour-free half of a poller (see the module's docstring)."""
 
+    _sqs: SyncSqs | AsyncSqs
     _stopping: _Flag
     _changed: _Flag  # a slot has news: a slot is free, or a receiver could start
 
@@ -74,7 +78,6 @@ class Poller:
         handler: Any,
         config: ConsumerConfig | None,
         *,
-        requests: Counter[str],
         lock: AbstractContextManager[object],
         limits: SqsLimits,
         clock: Callable[[], float],
@@ -89,7 +92,6 @@ class Poller:
         self.queue = queue
         self.handler = handler
         self.stats = ConsumerStats()
-        self._requests = requests
         self._lock = lock
         self._limits = limits
         self._clock = clock
@@ -115,12 +117,12 @@ class Poller:
     @property
     def requests(self) -> int:
         """SQS requests made so far (the bill)."""
-        return sum(self._requests.values())
+        return sum(self._sqs.requests.values())
 
     @property
     def requests_by_operation(self) -> dict[str, int]:
         """SQS requests made so far, per boto3 operation name."""
-        return dict(self._requests)
+        return dict(self._sqs.requests)
 
     def stop(self) -> None:
         """Stop receiving; in-flight batches finish and settle, then `run()` returns.

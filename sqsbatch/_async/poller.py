@@ -78,6 +78,7 @@ class AsyncConsumer(Poller):
     """
 
     handler: AsyncBatchHandler
+    _sqs: AsyncSqs
     _stopping: Flag
     _changed: Flag
 
@@ -102,7 +103,6 @@ class AsyncConsumer(Poller):
             queue,
             handler,
             config,
-            requests=self._sqs.requests,
             lock=counter_lock(),
             limits=limits,
             clock=clock,

@@ -78,6 +78,7 @@ class Consumer(Poller):
     """
 
     handler: BatchHandler
+    _sqs: SyncSqs
     _stopping: Flag
     _changed: Flag
 
@@ -102,7 +103,6 @@ class Consumer(Poller):
             queue,
             handler,
             config,
-            requests=self._sqs.requests,
             lock=counter_lock(),
             limits=limits,
             clock=clock,
