@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext, suppress
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol
 
 from sqsbatch._botocore import (
     LONG_POLL_SECONDS,
@@ -34,7 +34,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HANDLER_IS_ASYNC",
+    "OVERLAPS_IO",
     "AsyncBatchHandler",
+    "Behind",
     "Flag",
     "HandlerRun",
     "Sleep",
@@ -47,8 +49,13 @@ __all__ = [
 ]
 
 HANDLER_IS_ASYNC = True
+OVERLAPS_IO = True
+"""Whether a slot's settle calls may be out while it receives again (`Behind`): tasks send
+requests side by side for free."""
 
 log = logging.getLogger("sqsbatch")
+
+P = ParamSpec("P")
 
 
 class AsyncBatchHandler(Protocol):
@@ -173,6 +180,37 @@ class Slots:
         task = asyncio.create_task(work(arg))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+class Behind:
+    """A slot's settle calls, behind its next receive when `overlap` says so
+    (`sqsbatch._core.closing.settles_behind`): `start` sends them as a task of their own and
+    returns, and the slot receives again meanwhile. At most one per slot: `start` first waits
+    for the one before, and the slot `wait`s before it ends, so leaving `Slots` still waits for
+    every batch to settle."""
+
+    def __init__(self) -> None:
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(
+        self,
+        overlap: bool,
+        settle: Callable[P, Coroutine[Any, Any, None]],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> None:
+        await self.wait()
+        if overlap:
+            self._task = asyncio.create_task(settle(*args, **kwargs))
+        else:
+            await settle(*args, **kwargs)
+
+    async def wait(self) -> None:
+        """The settle calls still out, if any, are done (a cancellation of the slot cancels
+        them: the messages reappear after their visibility, as when the slot settles itself)."""
+        task, self._task = self._task, None
+        if task is not None:
+            await task
 
 
 _ABANDONED: set[asyncio.Task[object]] = set()

@@ -34,7 +34,9 @@ from sqsbatch import tracing
 from sqsbatch._async.door import AsyncSqs
 from sqsbatch._async.flavour import (
     HANDLER_IS_ASYNC,
+    OVERLAPS_IO,
     AsyncBatchHandler,
+    Behind,
     Flag,
     HandlerRun,
     Slots,
@@ -43,7 +45,7 @@ from sqsbatch._async.flavour import (
     opened,
 )
 from sqsbatch._core.batching import BatchWindow
-from sqsbatch._core.closing import close_batch, handler_end
+from sqsbatch._core.closing import Closing, close_batch, handler_end, settles_behind
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.flows import Screening, heartbeat, read_settings, receive, settle
 from sqsbatch._core.handlers import check_handler
@@ -176,25 +178,30 @@ class AsyncConsumer(Poller):
 
     async def _serve(self, idle_seconds: float | None) -> None:
         """One slot: receive a batch of its own, then hand it to the handler and settle it; again,
-        in the same slot, while a receiver is wanted."""
+        in the same slot, while a receiver is wanted (asyncio: settling behind the next receive,
+        `Behind`)."""
+        behind = Behind()
         again = True
-        while again:
-            deliveries: list[_Delivery] = []
-            try:
-                deliveries = await self._assemble(idle_seconds)
-            except Exception:  # a bug of ours: what was received reappears after its visibility
-                log.exception("receiving from %s failed", self.queue)
-            finally:
-                self._stopped_receiving(with_batch=bool(deliveries))
-            if not deliveries:
-                return
-            again, taken = False, False
-            try:
-                taken = not await self._process(deliveries, idle_seconds)
-                again = not taken
-            finally:
-                if not taken:  # else the watcher settled the batch and freed the slot
-                    again = self._settled(idle_seconds, again=again)
+        try:
+            while again:
+                deliveries: list[_Delivery] = []
+                try:
+                    deliveries = await self._assemble(idle_seconds)
+                except Exception:  # a bug of ours: what was received reappears later
+                    log.exception("receiving from %s failed", self.queue)
+                finally:
+                    self._stopped_receiving(with_batch=bool(deliveries))
+                if not deliveries:
+                    return
+                again, taken = False, False
+                try:
+                    taken = not await self._process(deliveries, idle_seconds, behind)
+                    again = not taken
+                finally:
+                    if not taken:  # else the watcher settled the batch and freed the slot
+                        again = self._settled(idle_seconds, again=again)
+        finally:
+            await behind.wait()
 
     async def _assemble(self, idle_seconds: float | None) -> list[_Delivery]:
         """Receive until the batch is due (full or window closed), or until stop/idle."""
@@ -245,10 +252,12 @@ class AsyncConsumer(Poller):
 
     # -- one batch, in its own slot --------------------------------------------------------------
 
-    async def _process(self, deliveries: list[_Delivery], idle_seconds: float | None) -> bool:
-        """Hand a batch to the handler, then settle it; False when the slot did not settle it
-        (threads: the watcher did, past `handler_timeout`, and freed the slot, while the handler
-        runs on in this slot's thread, unwaited)."""
+    async def _process(
+        self, deliveries: list[_Delivery], idle_seconds: float | None, behind: Behind
+    ) -> bool:
+        """Hand a batch to the handler, then settle it (`behind`); False when the slot did not
+        settle it (threads: the watcher did, past `handler_timeout`, and freed the slot, while
+        the handler runs on in this slot's thread, unwaited)."""
         batch = MessageBatch(self._require_context().name, deliveries)
         running = Running(batch, tracing.start(batch), self._clock(), self._wall_clock())
         with self._lock:
@@ -257,7 +266,9 @@ class AsyncConsumer(Poller):
             ended = await self._supervise(running, idle_seconds)
             if ended is None:
                 return False
-            await self._close(running, *ended)
+            closing = self._end(running, *ended)
+            overlap = settles_behind(closing, overlaps=OVERLAPS_IO)
+            await behind.start(overlap, self._settle, running, closing)
         except Exception:  # a bug of ours: the messages reappear after their visibility
             log.exception("settling a batch of %s failed", self.queue)
         finally:
@@ -291,11 +302,18 @@ class AsyncConsumer(Poller):
         return run.timed_out(), run.failure()
 
     async def _close(self, running: Running, timed_out: bool, error: BaseException | None) -> None:
-        """The handler is done (or given up): count and log how it ended, then settle the batch
-        (by the slot, or by the watcher past `handler_timeout`: exactly once)."""
+        """The handler is done (or given up): its end, then its settle calls (by the slot, or by
+        the watcher past `handler_timeout`: exactly once)."""
+        await self._settle(running, self._end(running, timed_out, error))
+
+    def _end(
+        self, running: Running, timed_out: bool, error: BaseException | None
+    ) -> Closing | None:
+        """Count and log how the handler ended; what settling the batch takes (None: a bug of
+        ours, logged: the messages reappear after their visibility)."""
         running.closed = True
+        self._last_activity = self._clock()  # a handler's end is activity, settled or not yet
         batch, trace = running.batch, running.trace
-        context = self._require_context()
         try:
             try:
                 end = handler_end(batch, self.config, timed_out=timed_out, error=error)
@@ -306,12 +324,22 @@ class AsyncConsumer(Poller):
                 self._forget(running)
             trace.ended(end.outcome, end.error)
             now, wall_now = self._clock(), self._wall_clock()
-            outcome, error = end.outcome, end.error
-            closing = close_batch(batch, outcome, error, context, now=now, wall_now=wall_now)
-            settled = await self._sqs.run(trace.calls(settle(closing, batch, self._limits)))
-            self._count(settled.counts)
-            for level, text in settled.lines:
-                log.log(level, "%s", text)
+            context = self._require_context()
+            return close_batch(batch, end.outcome, end.error, context, now=now, wall_now=wall_now)
+        except Exception:
+            log.exception("settling a batch of %s failed", self.queue)
+            return None
+
+    async def _settle(self, running: Running, closing: Closing | None) -> None:
+        """The settle calls of a closed batch, in batch calls; then its span ends."""
+        trace = running.trace
+        try:
+            if closing is not None:
+                flow = trace.calls(settle(closing, running.batch, self._limits))
+                settled = await self._sqs.run(flow)
+                self._count(settled.counts)
+                for level, text in settled.lines:
+                    log.log(level, "%s", text)
         except Exception:  # a bug of ours: the messages reappear after their visibility
             log.exception("settling a batch of %s failed", self.queue)
         finally:

@@ -31,6 +31,7 @@ __all__ = [
     "plan_closing",
     "refusals",
     "sent_keys",
+    "settles_behind",
     "tally",
 ]
 
@@ -142,6 +143,19 @@ def close_batch(
         with_acks=fifo or not acks_free,
     )
     return plan_closing(batch, actions, context, wall_now=wall_now)
+
+
+def settles_behind(closing: Closing | None, *, overlaps: bool) -> bool:
+    """Whether a slot may receive its next batch while this batch's settle calls are still out.
+
+    Only when settling makes nothing visible again: every message acked (deletes alone), on a
+    standard queue. A retry's visibility change must land before the next receive, or that
+    receive (a long poll moto does not wake for it) misses the message, and `run_until_idle`
+    may end with it still due; a FIFO group's next messages wait for its deletes anyway.
+    `overlaps`: the flavour runs calls side by side for free (asyncio; threads do not: a
+    second thread costs more in the GIL than the overlap saves, bench/settle_overlap.py).
+    """
+    return overlaps and closing is not None and closing.bulk_ack and not closing.fifo
 
 
 def plan_closing(

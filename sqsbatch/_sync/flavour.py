@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol
 
 from sqsbatch._botocore import (
     LONG_POLL_SECONDS,
@@ -31,7 +31,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HANDLER_IS_ASYNC",
+    "OVERLAPS_IO",
     "BatchHandler",
+    "Behind",
     "Flag",
     "HandlerRun",
     "Sleep",
@@ -44,8 +46,13 @@ __all__ = [
 ]
 
 HANDLER_IS_ASYNC = False
+OVERLAPS_IO = False
+"""Whether a slot's settle calls may be out while it receives again (`Behind`): not on threads,
+where a second thread costs more in the GIL than the overlap saves."""
 
 log = logging.getLogger("sqsbatch")
+
+P = ParamSpec("P")
 
 
 class BatchHandler(Protocol):
@@ -184,6 +191,22 @@ class _Unit:
 
     def release(self) -> None:
         self.slots._release(self)
+
+
+class Behind:
+    """A slot's settle calls: on threads always in the slot, before it receives again
+    (`OVERLAPS_IO` is False, so `overlap` never is)."""
+
+    def __init__(self) -> None:
+        pass  # nothing to keep: nothing is ever left out
+
+    def start(
+        self, overlap: bool, settle: Callable[P, None], *args: P.args, **kwargs: P.kwargs
+    ) -> None:
+        settle(*args, **kwargs)
+
+    def wait(self) -> None:
+        pass
 
 
 _SLOT_WORKERS = Workers("sqsbatch-slot")

@@ -1,4 +1,5 @@
-"""Settlement precedence (SPEC 2.3/2.4/2.6/2.7/2.8), table-driven, no I/O."""
+"""Settlement precedence (SPEC 2.3/2.4/2.6/2.7/2.8) and when settling may overlap the next
+receive, table-driven, no I/O."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
+from sqsbatch._core.closing import Closing, settles_behind
+from sqsbatch._core.entries import TwoPhase
 from sqsbatch._core.ledger import (
     ActionKind,
     Decision,
@@ -262,3 +265,23 @@ def test_fifo_retry_holds_back_the_rest_of_its_group() -> None:
 def test_fifo_never_resends_long_delays() -> None:
     limits = SqsLimits(visibility_ceiling_seconds=100)
     assert plan([Decision(RETRY, 500)], [1], fifo=True, limits=limits) == [(ActionKind.HIDE, 100)]
+
+
+@pytest.mark.parametrize(
+    ("bulk_ack", "fifo", "overlaps", "behind"),
+    [
+        (True, False, True, True),  # all acked, standard queue, asyncio: deletes go behind
+        (True, False, False, False),  # threads never overlap
+        (True, True, True, False),  # FIFO: a group's next messages wait for its deletes
+        (False, False, True, False),  # a retry, a dead-letter...: settled before receiving
+    ],
+)
+def test_only_an_all_acked_batch_on_a_standard_queue_settles_behind_the_next_receive(
+    bulk_ack: bool, fifo: bool, overlaps: bool, behind: bool
+) -> None:
+    closing = Closing(TwoPhase([], [], {}), [], fifo, bulk_ack=bulk_ack)
+    assert settles_behind(closing, overlaps=overlaps) is behind
+
+
+def test_a_batch_that_could_not_be_closed_never_settles_behind() -> None:
+    assert settles_behind(None, overlaps=True) is False

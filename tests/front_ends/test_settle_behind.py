@@ -1,0 +1,197 @@
+"""Settling behind the next receive: the asyncio poller sends an all-acked batch's deletes while
+its slot receives again, on a standard queue; everything else settles before the slot receives.
+
+A log around the client records, in order, when each call starts and ends. To see an overlap
+without relying on timing, the asyncio log holds each delete's answer (at most `HOLD_SECONDS`)
+until the slot's next receive has started: a slot that settles first never starts one meanwhile,
+so the hold runs out and the delete is recorded as alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+from sqsbatch import AsyncConsumer, Consumer, ConsumerConfig, MessageBatch, Producer, create_queue
+from tests.support.front_ends import aio_client
+from tests.support.sqs_helpers import depth
+
+HOLD_SECONDS = 10.0
+CONFIG = ConsumerConfig.load(max_batch_size=10, max_batch_timeout=0)
+WATCHED = ("receive_message", "delete_message_batch", "change_message_visibility_batch")
+
+
+class CallLog:
+    """Proxies a boto3 client: each watched call's start and end, in order."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.events: list[tuple[str, str]] = []
+
+    def __getattr__(self, op: str) -> Any:
+        target = getattr(self._client, op)
+        if op not in WATCHED:
+            return target
+
+        def call(**params: Any) -> Any:
+            self.events.append(("start", op))
+            try:
+                return target(**params)
+            finally:
+                self.events.append(("end", op))
+
+        return call
+
+
+class AsyncCallLog:
+    """Proxies an aiobotocore client: the same log, and `overlapped`, per delete, whether a
+    receive was out at the same time; a delete that started alone has its answer held until a
+    receive starts (at most `HOLD_SECONDS`)."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.events: list[tuple[str, str]] = []
+        self.overlapped: list[bool] = []
+        self._receives = self._receiving = 0
+
+    def __getattr__(self, op: str) -> Any:
+        target = getattr(self._client, op)
+        if op not in WATCHED:
+            return target
+
+        async def call(**params: Any) -> Any:
+            self.events.append(("start", op))
+            receive = op == "receive_message"
+            self._receives += receive
+            self._receiving += receive
+            before, alone = self._receives, not self._receiving
+            try:
+                answer = await target(**params)
+                if op == "delete_message_batch":
+                    deadline = time.monotonic() + HOLD_SECONDS
+                    while alone and self._receives == before and time.monotonic() < deadline:
+                        await asyncio.sleep(0.01)
+                    self.overlapped.append(not alone or self._receives > before)
+                return answer
+            finally:
+                self._receiving -= receive
+                self.events.append(("end", op))
+
+        return call
+
+
+def settled_apart(events: list[tuple[str, str]]) -> bool:
+    """Whether no receive was out at the same time as a delete or a visibility change."""
+    out = {"receive": 0, "settle": 0}
+    for when, op in events:
+        kind, other = ("receive", "settle") if op == "receive_message" else ("settle", "receive")
+        if when == "start" and out[other]:
+            return False
+        out[kind] += 1 if when == "start" else -1
+    return True
+
+
+def fill(sqs: Any, name: str, count: int, *, fifo: bool = False) -> None:
+    create_queue(name, client=sqs)
+    producer = Producer(name, client=sqs)
+    group = {"group_id": "g"} if fifo else {}
+    producer.send_batch([{"body": n, **group} for n in range(count)])
+
+
+def run_async(name: str, sqs: Any, handler: Any) -> tuple[AsyncCallLog, AsyncConsumer]:
+    async def main() -> tuple[AsyncCallLog, AsyncConsumer]:
+        async with aio_client(sqs) as aio:
+            log = AsyncCallLog(aio)
+            consumer = AsyncConsumer(name, handler, CONFIG, client=log)
+            await consumer.run_until_idle(1.0)
+            return log, consumer
+
+    return asyncio.run(main())
+
+
+def test_asyncio_deletes_an_acked_batch_while_its_slot_receives_again(sqs: Any, name: str) -> None:
+    # Given 30 messages on a standard queue and a handler that acks them all (by returning)
+    fill(sqs, name, 30)
+    seen: list[int] = []
+
+    async def handler(batch: MessageBatch) -> None:
+        seen.extend(m.body for m in batch.messages)
+
+    # When the asyncio poller drains it, one receive per batch
+    log, consumer = run_async(name, sqs, handler)
+    # Then every batch's deletes were still out when the slot's next receive started
+    assert log.overlapped and all(log.overlapped)
+    assert not settled_apart(log.events)
+    # And yet the run returned only once all was settled: each message handled once, deleted
+    assert sorted(seen) == list(range(30))
+    assert consumer.stats.acked == 30 and depth(sqs, name) == 0
+
+
+def test_asyncio_settles_a_batch_with_a_retry_before_it_receives_again(sqs: Any, name: str) -> None:
+    # Given a handler that retries message 0 on its first delivery, without a delay
+    fill(sqs, name, 5)
+    deliveries: list[int] = []
+
+    async def handler(batch: MessageBatch) -> None:
+        for message in batch.messages:
+            deliveries.append(message.body)
+            if message.body == 0 and message.attempts == 1:
+                message.retry()
+
+    # When the asyncio poller drains the queue
+    log, _ = run_async(name, sqs, handler)
+    # Then that first batch (one receive: 4 acked, 1 retried) was settled, its visibility change
+    # and its deletes, before the next receive started (a receive made meanwhile would miss the
+    # message), and the message came back at once
+    receives = [i for i, event in enumerate(log.events) if event == ("start", "receive_message")]
+    first_batch = log.events[: receives[1]]
+    assert ("end", "change_message_visibility_batch") in first_batch
+    assert ("end", "delete_message_batch") in first_batch
+    assert settled_apart(first_batch)
+    assert sorted(deliveries) == [0, 0, 1, 2, 3, 4]
+    assert depth(sqs, name) == 0
+
+
+def test_asyncio_settles_before_receiving_on_a_fifo_queue(sqs: Any, name: str) -> None:
+    # Given 25 messages of one group on a FIFO queue
+    fifo = f"{name}.fifo"
+    fill(sqs, fifo, 25, fifo=True)
+    seen: list[int] = []
+
+    async def handler(batch: MessageBatch) -> None:
+        seen.extend(m.body for m in batch.messages)
+
+    # When the asyncio poller drains it
+    log, _ = run_async(fifo, sqs, handler)
+    # Then each batch's deletes ended before the next receive started, and the order held
+    assert settled_apart(log.events)
+    assert not any(log.overlapped)
+    assert seen == list(range(25)) and depth(sqs, fifo) == 0
+
+
+@pytest.mark.parametrize("retry_first", [False, True])
+def test_threads_settle_in_the_slot_before_it_receives_again(
+    sqs: Any, name: str, retry_first: bool
+) -> None:
+    # Given 30 messages on a standard queue (the first retried once, or all acked)
+    fill(sqs, name, 30)
+    seen: list[int] = []
+
+    def handler(batch: MessageBatch) -> None:
+        for message in batch.messages:
+            seen.append(message.body)
+            if retry_first and message.body == 0 and message.attempts == 1:
+                message.retry()
+
+    # When the sync poller drains it
+    log = CallLog(sqs)
+    consumer = Consumer(name, handler, CONFIG, client=log)
+    consumer.run_until_idle(1.0)
+    # Then every batch was settled before its slot received again (a second thread for the
+    # deletes costs more CPU than the overlap saves), and all was deleted
+    assert ("end", "delete_message_batch") in log.events
+    assert settled_apart(log.events)
+    assert sorted(set(seen)) == list(range(30)) and depth(sqs, name) == 0
