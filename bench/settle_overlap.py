@@ -1,15 +1,16 @@
 """Whether a poller should delete a batch while it receives the next: the hand loop, both ways.
 
-    .venv/bin/python bench/settle_overlap.py [--messages 1000] [--rounds 11]
+    .venv/bin/python bench/settle_overlap.py [--messages 1000] [--rounds 11] [--delay-ms 0]
 
 The question behind `sqsbatch._core.closing.settles_behind`: at `max_concurrency` 1, sending a
 batch's `DeleteMessageBatch` while the next `ReceiveMessage` is out saves a round trip per
 batch, if running two calls side by side costs nothing. Each flavour's hand-written loop
 (receive 10, handle, delete) is drained beside the same loop with its deletes overlapped (at
 most one out: a thread of one worker for boto3, a task for aioboto3), on bench/_lean_sqs.py in a
-child process, in alternating order, `--rounds` drains of `--messages` each. Printed: client
-CPU per message and msg/s (medians), and the overlapped loop's paired ratios to the plain one
-(the median of each round's own ratio).
+child process (with `--delay-ms`, through bench/_proxy.py's proxy, which adds that much to
+every request, as bench/latency.py does), in alternating order, `--rounds` drains of
+`--messages` each. Printed: client CPU per message and msg/s (medians), and the overlapped
+loop's paired ratios to the plain one (the median of each round's own ratio).
 """
 
 from __future__ import annotations
@@ -21,12 +22,14 @@ import statistics
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from typing import Any
 
 import aioboto3
 import boto3
 from _lean_sqs import lean_sqs
 from _local import async_hand_round, command, hand_round
+from _proxy import delay_proxy
 from poller_cpu import credentials
 
 from sqsbatch._botocore import client_config
@@ -146,13 +149,19 @@ def paired(mine: list[float], base: list[float]) -> float:
 
 
 async def main(args: argparse.Namespace) -> None:
-    with lean_sqs(1800) as server:
+    with lean_sqs(1800) as server, ExitStack() as stack:
         print(server.versions("boto3", "aioboto3"))
-        where = credentials(server.endpoint)
-        filler = boto3.session.Session().client("sqs", **where)
+        filler = boto3.session.Session().client("sqs", **credentials(server.endpoint))
+        endpoint = server.endpoint
+        if args.delay_ms:
+            delayed = delay_proxy(server.endpoint, args.delay_ms / 1000, 16, 1800)
+            endpoint, _ = stack.enter_context(delayed)
+            print(f"{args.delay_ms:g} ms added to every request (bench/_proxy.py)")
+        where = credentials(endpoint)
         client = boto3.session.Session().client("sqs", **where, config=client_config())
         with ThreadPoolExecutor(1) as pool:
             await compare(sync_drains(client, pool), filler, args)
+        client.close()
         async with aioboto3.Session().client("sqs", **where, config=client_config()) as aio:
             await compare(async_drains(aio), filler, args)
     print(f"\ncommand: {command()}")
@@ -162,4 +171,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=1000, help="messages per drain")
     parser.add_argument("--rounds", type=int, default=11, help="timed drains of each loop")
+    parser.add_argument(
+        "--delay-ms", type=float, default=0.0, help="through a proxy adding this to every request"
+    )
     asyncio.run(main(parser.parse_args()))

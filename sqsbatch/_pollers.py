@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sqsbatch import tracing
+from sqsbatch._core.closing import SettleTimes
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.flows import ReceiveErrors, Screening
 from sqsbatch._core.liveness import Liveness, Pulse, all_busy, default_stall_seconds
@@ -106,6 +107,7 @@ class Poller:
         self._liveness = Liveness(self.stall_seconds, alive_at=clock())
         self._handlers: dict[int, float] = {}  # a running handler's batch -> when it started
         self._metrics: EmfMetrics | None = None
+        self._settle_times = SettleTimes()  # whether threads settle behind the next receive
 
     @property
     def stall_seconds(self) -> float:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HANDLER_IS_ASYNC",
-    "OVERLAPS_IO",
+    "OVERLAP_IS_FREE",
     "AsyncBatchHandler",
     "Behind",
     "Flag",
@@ -49,9 +49,9 @@ __all__ = [
 ]
 
 HANDLER_IS_ASYNC = True
-OVERLAPS_IO = True
-"""Whether a slot's settle calls may be out while it receives again (`Behind`): tasks send
-requests side by side for free."""
+OVERLAP_IS_FREE = True
+"""Whether a slot's settle calls cost nothing more sent beside its next receive (`Behind`):
+tasks send requests side by side for free."""
 
 log = logging.getLogger("sqsbatch")
 

@@ -8,6 +8,7 @@ read what SQS accepted, entry by entry, once the settle flow has run. No I/O.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -18,11 +19,14 @@ from sqsbatch._core.ledger import Action, ActionKind, Outcome, actions_for
 from sqsbatch._core.metrics import reason_key
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.envelope import RETRIES_EXHAUSTED
+from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import MessageBatch
 
 __all__ = [
+    "OVERLAP_ROUND_TRIP_SECONDS",
     "Closing",
     "HandlerEnd",
+    "SettleTimes",
     "acked_tally",
     "close_batch",
     "drops",
@@ -145,17 +149,47 @@ def close_batch(
     return plan_closing(batch, actions, context, wall_now=wall_now)
 
 
-def settles_behind(closing: Closing | None, *, overlaps: bool) -> bool:
+OVERLAP_ROUND_TRIP_SECONDS = 0.002
+"""A settle that takes this long is mostly waiting on the network: a thread sending the next
+one beside a receive then costs less than it saves (bench/settle_overlap.py: a boto3 loop with
+2 ms added to each call, 0.91 times the CPU and 1.60 times the msg/s; on loopback with nothing
+added, about 1 ms a call, 1.20 and 0.87)."""
+
+
+@dataclass(slots=True)
+class SettleTimes:
+    """How long a poller's delete calls take, per call, as the settles of all-acked batches show
+    (wall time, network included), smoothed: one slow call, or a pause of the machine, does not
+    flip the choice. Slots of threads add to it at once; a lost update only delays the average."""
+
+    seconds: float = 0.0
+    weight: float = 0.2
+
+    def settled(self, closing: Closing, seconds: float, limits: SqsLimits = SQS_LIMITS) -> None:
+        """A settle of `closing` took `seconds`: counted if it was deletes alone."""
+        if not closing.bulk_ack or not closing.kinds:
+            return
+        per_call = seconds / math.ceil(len(closing.kinds) / limits.max_entries)
+        if not self.seconds:
+            self.seconds = per_call
+        else:
+            self.seconds += self.weight * (per_call - self.seconds)
+
+
+def settles_behind(closing: Closing | None, *, free: bool, settle_seconds: float) -> bool:
     """Whether a slot may receive its next batch while this batch's settle calls are still out.
 
     Only when settling makes nothing visible again: every message acked (deletes alone), on a
     standard queue. A retry's visibility change must land before the next receive, or that
     receive (a long poll moto does not wake for it) misses the message, and `run_until_idle`
     may end with it still due; a FIFO group's next messages wait for its deletes anyway.
-    `overlaps`: the flavour runs calls side by side for free (asyncio; threads do not: a
-    second thread costs more in the GIL than the overlap saves, bench/settle_overlap.py).
+    `free`: the flavour runs calls side by side for free (asyncio tasks); threads overlap once
+    settles take `OVERLAP_ROUND_TRIP_SECONDS` (`settle_seconds`, `SettleTimes`): on a fast
+    local endpoint the second thread costs more in the GIL than the overlap saves.
     """
-    return overlaps and closing is not None and closing.bulk_ack and not closing.fifo
+    if closing is None or not closing.bulk_ack or closing.fifo:
+        return False
+    return free or settle_seconds >= OVERLAP_ROUND_TRIP_SECONDS
 
 
 def plan_closing(

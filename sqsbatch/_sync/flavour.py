@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HANDLER_IS_ASYNC",
-    "OVERLAPS_IO",
+    "OVERLAP_IS_FREE",
     "BatchHandler",
     "Behind",
     "Flag",
@@ -46,9 +46,9 @@ __all__ = [
 ]
 
 HANDLER_IS_ASYNC = False
-OVERLAPS_IO = False
-"""Whether a slot's settle calls may be out while it receives again (`Behind`): not on threads,
-where a second thread costs more in the GIL than the overlap saves."""
+OVERLAP_IS_FREE = False
+"""Whether a slot's settle calls cost nothing more sent beside its next receive (`Behind`): not
+on threads, where a second thread costs more in the GIL than it saves on a fast endpoint."""
 
 log = logging.getLogger("sqsbatch")
 
@@ -194,21 +194,45 @@ class _Unit:
 
 
 class Behind:
-    """A slot's settle calls: on threads always in the slot, before it receives again
-    (`OVERLAPS_IO` is False, so `overlap` never is)."""
+    """A slot's settle calls, behind its next receive when `overlap` says so
+    (`sqsbatch._core.closing.settles_behind`): `start` hands them to a kept thread of their own
+    (in a copy of the slot's context) and returns, and the slot receives again meanwhile. At
+    most one per slot: `start` first waits for the one before, and the slot `wait`s before it
+    ends, so leaving `Slots` still waits for every batch to settle."""
 
     def __init__(self) -> None:
-        pass  # nothing to keep: nothing is ever left out
+        self._done: threading.Event | None = None
 
     def start(
         self, overlap: bool, settle: Callable[P, None], *args: P.args, **kwargs: P.kwargs
     ) -> None:
-        settle(*args, **kwargs)
+        self.wait()
+        if not overlap:
+            settle(*args, **kwargs)
+            return
+        done = self._done = threading.Event()
+        worker = _SETTLE_WORKERS.take()
+        context = contextvars.copy_context()
+
+        def run() -> None:
+            try:
+                context.run(settle, *args, **kwargs)
+            except BaseException:  # a bug of ours: the messages reappear after their visibility
+                log.exception("a settle behind the next receive failed")
+            finally:
+                _SETTLE_WORKERS.give_back(worker)
+                done.set()
+
+        worker.submit(run)
 
     def wait(self) -> None:
-        pass
+        """The settle calls still out, if any, are done."""
+        done, self._done = self._done, None
+        if done is not None:
+            done.wait()
 
 
+_SETTLE_WORKERS = Workers("sqsbatch-settle")
 _SLOT_WORKERS = Workers("sqsbatch-slot")
 _here = threading.local()
 """`unit`: the `_Unit` that the current thread runs (None between units)."""

@@ -45,7 +45,7 @@ from sqsbatch._pollers import Poller, Running
 from sqsbatch._sync.door import SyncSqs
 from sqsbatch._sync.flavour import (
     HANDLER_IS_ASYNC,
-    OVERLAPS_IO,
+    OVERLAP_IS_FREE,
     BatchHandler,
     Behind,
     Flag,
@@ -178,8 +178,8 @@ class Consumer(Poller):
 
     def _serve(self, idle_seconds: float | None) -> None:
         """One slot: receive a batch of its own, then hand it to the handler and settle it; again,
-        in the same slot, while a receiver is wanted (asyncio: settling behind the next receive,
-        `Behind`)."""
+        in the same slot, while a receiver is wanted (an all-acked batch's deletes may be still out
+        meanwhile: `Behind`)."""
         behind = Behind()
         again = True
         try:
@@ -267,7 +267,8 @@ class Consumer(Poller):
             if ended is None:
                 return False
             closing = self._end(running, *ended)
-            overlap = settles_behind(closing, overlaps=OVERLAPS_IO)
+            seconds = self._settle_times.seconds
+            overlap = settles_behind(closing, free=OVERLAP_IS_FREE, settle_seconds=seconds)
             behind.start(overlap, self._settle, running, closing)
         except Exception:  # a bug of ours: the messages reappear after their visibility
             log.exception("settling a batch of %s failed", self.queue)
@@ -336,7 +337,9 @@ class Consumer(Poller):
         try:
             if closing is not None:
                 flow = trace.calls(settle(closing, running.batch, self._limits))
+                started = time.perf_counter()  # the network's time, not the injected clock's
                 settled = self._sqs.run(flow)
+                self._settle_times.settled(closing, time.perf_counter() - started, self._limits)
                 self._count(settled.counts)
                 for level, text in settled.lines:
                     log.log(level, "%s", text)

@@ -7,7 +7,12 @@ from collections.abc import Callable
 
 import pytest
 
-from sqsbatch._core.closing import Closing, settles_behind
+from sqsbatch._core.closing import (
+    OVERLAP_ROUND_TRIP_SECONDS,
+    Closing,
+    SettleTimes,
+    settles_behind,
+)
 from sqsbatch._core.entries import TwoPhase
 from sqsbatch._core.ledger import (
     ActionKind,
@@ -267,21 +272,37 @@ def test_fifo_never_resends_long_delays() -> None:
     assert plan([Decision(RETRY, 500)], [1], fifo=True, limits=limits) == [(ActionKind.HIDE, 100)]
 
 
+FAST, SLOW = OVERLAP_ROUND_TRIP_SECONDS / 2, OVERLAP_ROUND_TRIP_SECONDS
+
+
 @pytest.mark.parametrize(
-    ("bulk_ack", "fifo", "overlaps", "behind"),
+    ("bulk_ack", "fifo", "free", "settle_seconds", "behind"),
     [
-        (True, False, True, True),  # all acked, standard queue, asyncio: deletes go behind
-        (True, False, False, False),  # threads never overlap
-        (True, True, True, False),  # FIFO: a group's next messages wait for its deletes
-        (False, False, True, False),  # a retry, a dead-letter...: settled before receiving
+        (True, False, True, FAST, True),  # all acked, standard queue, asyncio: deletes go behind
+        (True, False, False, SLOW, True),  # threads, once deletes wait on the network
+        (True, False, False, FAST, False),  # threads on a fast endpoint: a thread costs more
+        (True, True, True, SLOW, False),  # FIFO: a group's next messages wait for its deletes
+        (False, False, True, SLOW, False),  # a retry, a dead-letter...: settled first
     ],
 )
 def test_only_an_all_acked_batch_on_a_standard_queue_settles_behind_the_next_receive(
-    bulk_ack: bool, fifo: bool, overlaps: bool, behind: bool
+    bulk_ack: bool, fifo: bool, free: bool, settle_seconds: float, behind: bool
 ) -> None:
-    closing = Closing(TwoPhase([], [], {}), [], fifo, bulk_ack=bulk_ack)
-    assert settles_behind(closing, overlaps=overlaps) is behind
+    closing = Closing(TwoPhase([], [], {}), [ActionKind.DELETE] * 10, fifo, bulk_ack=bulk_ack)
+    assert settles_behind(closing, free=free, settle_seconds=settle_seconds) is behind
 
 
 def test_a_batch_that_could_not_be_closed_never_settles_behind() -> None:
-    assert settles_behind(None, overlaps=True) is False
+    assert settles_behind(None, free=True, settle_seconds=SLOW) is False
+
+
+def test_settle_times_average_the_deletes_per_call_of_all_acked_batches() -> None:
+    acked_25 = Closing(TwoPhase([], [], {}), [ActionKind.DELETE] * 25, bulk_ack=True)
+    mixed = Closing(TwoPhase([], [], {}), [ActionKind.DELETE, ActionKind.HIDE])
+    times = SettleTimes()
+    times.settled(acked_25, 0.030)  # three delete calls: 10 ms each
+    assert times.seconds == pytest.approx(0.010)
+    times.settled(mixed, 1.0)  # not deletes alone: not counted
+    assert times.seconds == pytest.approx(0.010)
+    times.settled(acked_25, 0.060)  # one slow settle moves the average a fifth of the way
+    assert times.seconds == pytest.approx(0.012)

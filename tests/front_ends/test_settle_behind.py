@@ -1,19 +1,19 @@
-"""Settling behind the next receive: the asyncio poller sends an all-acked batch's deletes while
-its slot receives again, on a standard queue; everything else settles before the slot receives.
+"""Settling behind the next receive: a poller sends an all-acked batch's deletes while its slot
+receives again, on a standard queue (asyncio always, threads once deletes are slow enough to be
+worth a thread); everything else settles before the slot receives again.
 
 A log around the client records, in order, when each call starts and ends. To see an overlap
-without relying on timing, the asyncio log holds each delete's answer (at most `HOLD_SECONDS`)
-until the slot's next receive has started: a slot that settles first never starts one meanwhile,
-so the hold runs out and the delete is recorded as alone.
+without relying on timing, it holds each delete's answer (at most `HOLD_SECONDS`) until the
+slot's next receive has started: a slot that settles first never starts one meanwhile, so the
+hold runs out and the delete is recorded as alone.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import Any
-
-import pytest
 
 from sqsbatch import AsyncConsumer, Consumer, ConsumerConfig, MessageBatch, Producer, create_queue
 from tests.support.front_ends import aio_client
@@ -25,11 +25,19 @@ WATCHED = ("receive_message", "delete_message_batch", "change_message_visibility
 
 
 class CallLog:
-    """Proxies a boto3 client: each watched call's start and end, in order."""
+    """Proxies a boto3 client: each watched call's start and end, in order, and `overlapped`,
+    per delete, whether a receive was out at the same time; a delete that started alone has its
+    answer held until a receive starts (at most `HOLD_SECONDS`), but the first `unheld` deletes.
+    `delete_seconds`: each delete takes that much longer, as behind a remote endpoint."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, *, delete_seconds: float = 0.0, unheld: int = 0) -> None:
         self._client = client
+        self._delete_seconds = delete_seconds
+        self._unheld = unheld
+        self._changed = threading.Condition()
         self.events: list[tuple[str, str]] = []
+        self.overlapped: list[bool] = []
+        self._receives = self._receiving = 0
 
     def __getattr__(self, op: str) -> Any:
         target = getattr(self._client, op)
@@ -37,11 +45,27 @@ class CallLog:
             return target
 
         def call(**params: Any) -> Any:
-            self.events.append(("start", op))
+            receive = op == "receive_message"
+            with self._changed:
+                self.events.append(("start", op))
+                self._receives += receive
+                self._receiving += receive
+                before, alone = self._receives, not self._receiving
+                self._changed.notify_all()
             try:
-                return target(**params)
+                if op == "delete_message_batch":
+                    time.sleep(self._delete_seconds)
+                answer = target(**params)
+                if op == "delete_message_batch":
+                    with self._changed:
+                        if alone and len(self.overlapped) >= self._unheld:
+                            self._changed.wait_for(lambda: self._receives > before, HOLD_SECONDS)
+                        self.overlapped.append(not alone or self._receives > before)
+                return answer
             finally:
-                self.events.append(("end", op))
+                with self._changed:
+                    self._receiving -= receive
+                    self.events.append(("end", op))
 
         return call
 
@@ -49,10 +73,11 @@ class CallLog:
 class AsyncCallLog:
     """Proxies an aiobotocore client: the same log, and `overlapped`, per delete, whether a
     receive was out at the same time; a delete that started alone has its answer held until a
-    receive starts (at most `HOLD_SECONDS`)."""
+    receive starts (at most `HOLD_SECONDS`), but the first `unheld` deletes."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, *, unheld: int = 0) -> None:
         self._client = client
+        self._unheld = unheld
         self.events: list[tuple[str, str]] = []
         self.overlapped: list[bool] = []
         self._receives = self._receiving = 0
@@ -72,7 +97,8 @@ class AsyncCallLog:
                 answer = await target(**params)
                 if op == "delete_message_batch":
                     deadline = time.monotonic() + HOLD_SECONDS
-                    while alone and self._receives == before and time.monotonic() < deadline:
+                    held = alone and len(self.overlapped) >= self._unheld
+                    while held and self._receives == before and time.monotonic() < deadline:
                         await asyncio.sleep(0.01)
                     self.overlapped.append(not alone or self._receives > before)
                 return answer
@@ -101,10 +127,12 @@ def fill(sqs: Any, name: str, count: int, *, fifo: bool = False) -> None:
     producer.send_batch([{"body": n, **group} for n in range(count)])
 
 
-def run_async(name: str, sqs: Any, handler: Any) -> tuple[AsyncCallLog, AsyncConsumer]:
+def run_async(
+    name: str, sqs: Any, handler: Any, *, unheld: int = 0
+) -> tuple[AsyncCallLog, AsyncConsumer]:
     async def main() -> tuple[AsyncCallLog, AsyncConsumer]:
         async with aio_client(sqs) as aio:
-            log = AsyncCallLog(aio)
+            log = AsyncCallLog(aio, unheld=unheld)
             consumer = AsyncConsumer(name, handler, CONFIG, client=log)
             await consumer.run_until_idle(1.0)
             return log, consumer
@@ -142,7 +170,7 @@ def test_asyncio_settles_a_batch_with_a_retry_before_it_receives_again(sqs: Any,
                 message.retry()
 
     # When the asyncio poller drains the queue
-    log, _ = run_async(name, sqs, handler)
+    log, _ = run_async(name, sqs, handler, unheld=99)  # the order of calls alone
     # Then that first batch (one receive: 4 acked, 1 retried) was settled, its visibility change
     # and its deletes, before the next receive started (a receive made meanwhile would miss the
     # message), and the message came back at once
@@ -165,33 +193,53 @@ def test_asyncio_settles_before_receiving_on_a_fifo_queue(sqs: Any, name: str) -
         seen.extend(m.body for m in batch.messages)
 
     # When the asyncio poller drains it
-    log, _ = run_async(fifo, sqs, handler)
+    log, _ = run_async(fifo, sqs, handler, unheld=99)  # the order of calls alone
     # Then each batch's deletes ended before the next receive started, and the order held
     assert settled_apart(log.events)
-    assert not any(log.overlapped)
     assert seen == list(range(25)) and depth(sqs, fifo) == 0
 
 
-@pytest.mark.parametrize("retry_first", [False, True])
-def test_threads_settle_in_the_slot_before_it_receives_again(
-    sqs: Any, name: str, retry_first: bool
+def test_threads_delete_an_acked_batch_behind_the_next_receive_once_deletes_are_slow(
+    sqs: Any, name: str
 ) -> None:
-    # Given 30 messages on a standard queue (the first retried once, or all acked)
-    fill(sqs, name, 30)
+    # Given 40 messages on a standard queue, deletes that take 5 ms longer (a remote endpoint's
+    # round trip), and a handler that acks them all
+    fill(sqs, name, 40)
     seen: list[int] = []
 
     def handler(batch: MessageBatch) -> None:
-        for message in batch.messages:
-            seen.append(message.body)
-            if retry_first and message.body == 0 and message.attempts == 1:
-                message.retry()
+        seen.extend(m.body for m in batch.messages)
 
     # When the sync poller drains it
-    log = CallLog(sqs)
+    log = CallLog(sqs, delete_seconds=0.005, unheld=1)
     consumer = Consumer(name, handler, CONFIG, client=log)
     consumer.run_until_idle(1.0)
-    # Then every batch was settled before its slot received again (a second thread for the
-    # deletes costs more CPU than the overlap saves), and all was deleted
-    assert ("end", "delete_message_batch") in log.events
-    assert settled_apart(log.events)
-    assert sorted(set(seen)) == list(range(30)) and depth(sqs, name) == 0
+    # Then the first batch was settled in the slot (nothing was known of the endpoint yet), and
+    # the next ones' deletes were still out when the slot received again
+    assert log.overlapped[0] is False and all(log.overlapped[1:])
+    # And the run returned only once all was settled
+    assert sorted(seen) == list(range(40))
+    assert consumer.stats.acked == 40 and depth(sqs, name) == 0
+
+
+def test_threads_settle_a_batch_with_a_retry_before_they_receive_again(sqs: Any, name: str) -> None:
+    # Given slow deletes, and a handler that retries message 0 of the second batch once
+    fill(sqs, name, 15)
+    deliveries: list[int] = []
+
+    def handler(batch: MessageBatch) -> None:
+        for message in batch.messages:
+            deliveries.append(message.body)
+            if message.body == 10 and message.attempts == 1:
+                message.retry()
+
+    # When the sync poller drains the queue
+    log = CallLog(sqs, delete_seconds=0.005, unheld=99)  # the order of calls alone
+    Consumer(name, handler, CONFIG, client=log).run_until_idle(1.0)
+    # Then the batch with the retry was settled before the next receive started
+    receives = [i for i, event in enumerate(log.events) if event == ("start", "receive_message")]
+    second_batch = log.events[receives[1] : receives[2]]
+    assert ("end", "change_message_visibility_batch") in second_batch
+    assert settled_apart(second_batch)
+    assert sorted(deliveries) == [*range(11), *range(10, 15)]
+    assert depth(sqs, name) == 0
