@@ -149,11 +149,13 @@ def close_batch(
     return plan_closing(batch, actions, context, wall_now=wall_now)
 
 
-OVERLAP_ROUND_TRIP_SECONDS = 0.002
-"""A settle that takes this long is mostly waiting on the network: a thread sending the next
-one beside a receive then costs less than it saves (bench/settle_overlap.py: a boto3 loop with
-2 ms added to each call, 0.91 times the CPU and 1.60 times the msg/s; on loopback with nothing
-added, about 1 ms a call, 1.20 and 0.87)."""
+OVERLAP_ROUND_TRIP_SECONDS = 0.004
+"""A delete call that takes this long is mostly waiting on the network: a thread sending it
+beside the next receive then costs less than it saves (bench/settle_overlap.py: a boto3 loop
+with 2 ms added to each call, 0.91 times the CPU and 1.60 times the msg/s; 5 ms, 0.85 and 1.76;
+on loopback, about 1 ms a call, 1.20 and 0.87). Twice the 2 ms where it already pays: a local
+endpoint on a busy machine takes 2-3 ms a call (measured beside the test suite), and a remote
+SQS takes 5 ms or more."""
 
 
 @dataclass(slots=True)

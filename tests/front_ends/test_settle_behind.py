@@ -202,7 +202,7 @@ def test_asyncio_settles_before_receiving_on_a_fifo_queue(sqs: Any, name: str) -
 def test_threads_delete_an_acked_batch_behind_the_next_receive_once_deletes_are_slow(
     sqs: Any, name: str
 ) -> None:
-    # Given 40 messages on a standard queue, deletes that take 5 ms longer (a remote endpoint's
+    # Given 40 messages on a standard queue, deletes that take 10 ms longer (a remote endpoint's
     # round trip), and a handler that acks them all
     fill(sqs, name, 40)
     seen: list[int] = []
@@ -211,7 +211,7 @@ def test_threads_delete_an_acked_batch_behind_the_next_receive_once_deletes_are_
         seen.extend(m.body for m in batch.messages)
 
     # When the sync poller drains it
-    log = CallLog(sqs, delete_seconds=0.005, unheld=1)
+    log = CallLog(sqs, delete_seconds=0.010, unheld=1)
     consumer = Consumer(name, handler, CONFIG, client=log)
     consumer.run_until_idle(1.0)
     # Then the first batch was settled in the slot (nothing was known of the endpoint yet), and
@@ -234,7 +234,7 @@ def test_threads_settle_a_batch_with_a_retry_before_they_receive_again(sqs: Any,
                 message.retry()
 
     # When the sync poller drains the queue
-    log = CallLog(sqs, delete_seconds=0.005, unheld=99)  # the order of calls alone
+    log = CallLog(sqs, delete_seconds=0.010, unheld=99)  # the order of calls alone
     Consumer(name, handler, CONFIG, client=log).run_until_idle(1.0)
     # Then the batch with the retry was settled before the next receive started
     receives = [i for i, event in enumerate(log.events) if event == ("start", "receive_message")]
