@@ -30,7 +30,7 @@ import boto3
 from _lean_sqs import lean_sqs
 from _local import async_hand_round, command, hand_round
 from _proxy import delay_proxy
-from poller_cpu import credentials
+from poller_cpu import credentials, fill, paired
 
 from sqsbatch._botocore import client_config
 from sqsbatch._core.shapes import RECEIVE_SYSTEM_ATTRIBUTES
@@ -110,13 +110,14 @@ def async_drains(client: Any) -> dict[str, Drain]:
 
 
 async def compare(drains: dict[str, Drain], filler: Any, args: argparse.Namespace) -> None:
-    url = filler.create_queue(QueueName=f"overlap-{time.monotonic_ns()}")["QueueUrl"]
+    queue = f"overlap-{time.monotonic_ns()}"
+    url = filler.create_queue(QueueName=queue)["QueueUrl"]
     cpu: dict[str, list[float]] = {name: [] for name in drains}
     rate: dict[str, list[float]] = {name: [] for name in drains}
     names = list(drains)
     for round_ in range(args.rounds + 1):  # round 0 warms up, untimed
         for name in names if round_ % 2 else names[::-1]:
-            fill(filler, url, args.messages)
+            fill(filler, queue, args.messages, "foreign")
             wall, used = time.perf_counter(), time.process_time()
             await drains[name](url, args.messages)
             used, wall = time.process_time() - used, time.perf_counter() - wall
@@ -133,19 +134,6 @@ async def compare(drains: dict[str, Drain], filler: Any, args: argparse.Namespac
         f"  overlapped / plain, paired: CPU {paired(cpu[overlapped], cpu[plain]):.2f}, "
         f"msg/s {paired(rate[overlapped], rate[plain]):.2f}"
     )
-
-
-def fill(client: Any, url: str, count: int) -> None:
-    for start in range(0, count, 10):
-        entries = [
-            {"Id": str(i), "MessageBody": json.dumps({"n": start + i})}
-            for i in range(min(10, count - start))
-        ]
-        client.send_message_batch(QueueUrl=url, Entries=entries)
-
-
-def paired(mine: list[float], base: list[float]) -> float:
-    return statistics.median(m / b for m, b in zip(mine, base, strict=True))
 
 
 async def main(args: argparse.Namespace) -> None:
