@@ -70,6 +70,10 @@ class ParsedEvent:
     set_aside: tuple[SetAside, ...] = ()
     """Records malformed in themselves (bad attributes, no receipt handle, a body that is not
     text...), each with its reason: they are not handled, only reported."""
+    bodies: list[str] | None = None
+    """Each record's body, in order, as the bulk check read it (None when records were checked
+    one by one): a plain batch's messages hold them, so that reading one does not go back to
+    its record (`sqsbatch.lambda_records.record_batch`)."""
 
     @cached_property
     def first_receive(self) -> float:
@@ -112,8 +116,9 @@ def parse_event(event: object, *, endpoint_url: str | None = None) -> ParsedEven
         raise EventError("not an SQS event: no Records list (or an empty one)")
     checked = _checked_in_bulk(records)
     if checked is not None:
-        arn, plain = checked
-        return ParsedEvent(arn, queue_url_from_arn(arn, endpoint_url), records, plain)
+        arn, plain, bodies = checked
+        url = queue_url_from_arn(arn, endpoint_url)
+        return ParsedEvent(arn, url, records, plain, bodies=bodies)
     arn, good, set_aside = _checked_one_by_one(records)
     url = queue_url_from_arn(arn, endpoint_url)
     if url.endswith(".fifo"):
@@ -122,17 +127,17 @@ def parse_event(event: object, *, endpoint_url: str | None = None) -> ParsedEven
     return ParsedEvent(arn, url, kept, False, tuple(set_aside))
 
 
-def _checked_in_bulk(records: list[Any]) -> tuple[str, bool] | None:
-    """(queue ARN, no record has message attributes) when every record is well formed and from
-    one queue; None when a record needs a closer look. Records with message attributes have
-    them checked one by one (an error there is the event's first)."""
+def _checked_in_bulk(records: list[Any]) -> tuple[str, bool, list[str]] | None:
+    """(queue ARN, no record has message attributes, the bodies) when every record is well
+    formed and from one queue; None when a record needs a closer look. Records with message
+    attributes have them checked one by one (an error there is the event's first)."""
     try:
         found = _well_formed(records)
     except (KeyError, TypeError, AttributeError):  # a field missing, or of the wrong type
         return None
     if found is None:
         return None
-    arn, plain = found
+    arn, plain, bodies = found
     if not plain:
         try:
             for index, record in enumerate(records):
@@ -140,21 +145,23 @@ def _checked_in_bulk(records: list[Any]) -> tuple[str, bool] | None:
                     _checked_attributes(f"record {index}", user)
         except EventError:
             return None
-    return arn, plain
+    return arn, plain, bodies
 
 
-def _well_formed(records: list[Any]) -> tuple[str, bool] | None:
-    """(queue ARN, no record has message attributes) of records that pass every check of
-    `_checked_record` and `_reportable_id`, in one look at each record (a record's fields lie
-    near one another in memory, records do not); None, or an exception, otherwise."""
+def _well_formed(records: list[Any]) -> tuple[str, bool, list[str]] | None:
+    """(queue ARN, no record has message attributes, the bodies) of records that pass every
+    check of `_checked_record` and `_reportable_id`, in one look at each record (a record's
+    fields lie near one another in memory, records do not); None, or an exception, otherwise."""
     arn = records[0]["eventSourceARN"]
     if type(arn) is not str or not arn:
         return None
     plain = True
+    bodies: list[str] = []
+    keep = bodies.append
     for record in records:
         attributes = record["attributes"]
         count, sent = attributes["ApproximateReceiveCount"], attributes["SentTimestamp"]
-        message_id, handle = record["messageId"], record["receiptHandle"]
+        message_id, handle, body = record["messageId"], record["receiptHandle"], record["body"]
         if not (
             record["eventSource"] == "aws:sqs"
             and record["eventSourceARN"] == arn
@@ -163,7 +170,7 @@ def _well_formed(records: list[Any]) -> tuple[str, bool] | None:
             and message_id
             and type(handle) is str
             and handle
-            and type(record["body"]) is str
+            and type(body) is str
             # as numbers: a count int() reads, an epoch in ms that a datetime holds (a method
             # call on anything but a string raises the AttributeError caught above)
             and count.isdecimal()
@@ -172,9 +179,10 @@ def _well_formed(records: list[Any]) -> tuple[str, bool] | None:
             and len(sent) < _MAX_DIGITS
         ):
             return None
+        keep(body)
         if record["messageAttributes"]:  # Lambda's records always have it, if {}
             plain = False
-    return arn, plain
+    return arn, plain, bodies
 
 
 _GET_ATTRIBUTES = itemgetter("attributes")

@@ -297,7 +297,7 @@ def test_the_bulk_check_finds_what_the_record_by_record_check_finds(seed: int) -
     assert bulk is not None
     queue, good, set_aside = _checked_one_by_one(records)
     assert (good, set_aside) == (list(range(30)), [])
-    assert bulk == (queue, True)
+    assert bulk == (queue, True, [one["body"] for one in records])
     first = min(_receive_evidence(one["attributes"]) for one in records)
     assert parse_event({"Records": records}).first_receive == first
     # And a record the bulk check cannot vouch for gets a closer look, and its one-line error
