@@ -1,0 +1,160 @@
+"""What each part of a sync slot's work costs beside botocore: `Consumer` with one part cut out.
+
+    .venv/bin/python bench/poller_parts.py [--messages 1000] [--rounds 15]
+
+`bench/poller_cpu.py` measures `Consumer` against a hand-written boto3 loop (receive 10,
+handle, `DeleteMessageBatch`); at `max_concurrency` 1 on loopback a sync slot's throughput
+follows its CPU, so what stands between the two is sqsbatch's own Python per batch. This bench
+says where it is: beside the loop and `Consumer` as they are, it drains `Consumer` with one part
+of a slot's work replaced, for that drain only, by the least that still consumes the queue:
+
+- bare settle: `_process` makes the batch, calls the handler and deletes the batch with one bare
+  `delete_message_batch` (no supervision, no handler end, no settle flow, no counters, no span);
+- bare receive: `_receive` is one bare `receive_message` (the pollers' attributes) and a
+  `ReceivedDelivery` per message (no receive flow, no screening, no counters);
+- no watcher: the handler is called inline in a copy of the context, with no ticket on the
+  watcher (no heartbeats, no `handler_timeout`).
+
+Cut out like this, the poller is no longer correct (nothing is counted, a failing handler
+loses its batch's deletes, a batch is never kept hidden): this is a measurement, not an option.
+The loop and every contender drain the same number of messages from a fresh queue on
+bench/_lean_sqs.py in a child process, in alternating order, with the pollers' client config;
+printed: client CPU per message (min, median) and the paired ratio to the loop (the median of
+each round's own ratio, and its quartiles).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextvars
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import boto3
+from _lean_sqs import lean_sqs
+from _local import Server, command
+from poller_cpu import SERVER_LIFETIME_SECONDS, Contender, Loop, Threads, credentials, fill, paired
+
+from sqsbatch._core.receiving import ReceivedDelivery
+from sqsbatch._core.shapes import RECEIVE_SYSTEM_ATTRIBUTES
+from sqsbatch._sync.flavour import HandlerRun
+from sqsbatch._sync.poller import Consumer
+from sqsbatch.message import MessageBatch, _Delivery
+
+
+def bare_process(self: Consumer, deliveries: list[_Delivery], *_: object) -> bool:
+    batch = MessageBatch(self._require_context().name, deliveries)
+    self.handler(batch)
+    entries = [{"Id": str(i), "ReceiptHandle": d.receipt_handle} for i, d in enumerate(deliveries)]
+    client = self._sqs.client
+    client.delete_message_batch(QueueUrl=self._require_context().url, Entries=entries)
+    self._last_activity = self._clock()
+    return True
+
+
+def bare_receive(self: Consumer, asked: int, wait_seconds: int, _window_left: float) -> list[Any]:
+    answer = self._sqs.client.receive_message(
+        QueueUrl=self._require_context().url,
+        MaxNumberOfMessages=asked,
+        WaitTimeSeconds=wait_seconds,
+        MessageSystemAttributeNames=RECEIVE_SYSTEM_ATTRIBUTES,
+        MessageAttributeNames=["All"],
+    )
+    now = self._clock()
+    hidden_until = now + self.config.visibility_timeout
+    received = [ReceivedDelivery(raw, now, hidden_until) for raw in answer.get("Messages", [])]
+    if received:
+        self._last_activity = now
+    return received
+
+
+def no_watcher(self: HandlerRun) -> None:
+    try:
+        contextvars.copy_context().run(self._handler, self._batch)
+    except BaseException as exc:  # as `HandlerRun.run`: any failure fails the batch
+        self._failure = exc
+
+
+CUTS: dict[str, tuple[type, str, Callable[..., Any]]] = {
+    "bare settle": (Consumer, "_process", bare_process),
+    "bare receive": (Consumer, "_receive", bare_receive),
+    "no watcher": (HandlerRun, "run", no_watcher),
+}
+
+
+@contextmanager
+def cut(owner: type, name: str, replacement: Callable[..., Any]) -> Iterator[None]:
+    """`owner.name` is `replacement` inside the block."""
+    original = owner.__dict__[name]
+    setattr(owner, name, replacement)
+    try:
+        yield
+    finally:
+        setattr(owner, name, original)
+
+
+class Cut(Threads):
+    """`Consumer` (as bench/poller_cpu.py drains it) with one part cut out while it drains."""
+
+    def __init__(self, server: Server, concurrency: int, part: str) -> None:
+        super().__init__(server, concurrency)
+        self.name = part
+        self.part = CUTS[part]
+
+    def drain(self, queue: str, tally: Any) -> None:
+        with cut(*self.part):
+            super().drain(queue, tally)
+
+
+def run(server: Server, args: argparse.Namespace) -> list[Contender]:
+    contenders: list[Contender] = [Loop(server, 1), Threads(server, 1)]
+    contenders += [Cut(server, 1, part) for part in CUTS]
+    filler = boto3.session.Session().client("sqs", **credentials(server.endpoint))
+    stamp = time.monotonic_ns()
+    for index, contender in enumerate(contenders):  # warm-up: first-use costs, connections
+        queue = f"parts-warm-{stamp}-{index}"
+        fill(filler, queue, args.warmup, "foreign")
+        contender.measure(queue, args.warmup)
+    for round_ in range(args.rounds):
+        shift = round_ % len(contenders)
+        for index, contender in enumerate(contenders[shift:] + contenders[:shift]):
+            queue = f"parts-{stamp}-{round_}-{index}"
+            fill(filler, queue, args.messages, "foreign")
+            contender.runs.append(contender.measure(queue, args.messages))
+    return contenders
+
+
+def report(contenders: list[Contender], messages: int) -> None:
+    cpu = {c.name: [d.cpu / messages * 1e6 for d in c.runs] for c in contenders}
+    loop = cpu[contenders[0].name]
+    print(f"\nmax_concurrency 1, {messages} messages a drain, {len(loop)} rounds")
+    print(f"  {'':14} {'client CPU us/msg':>17}   {'paired CPU ratio to the loop':>29}")
+    print(f"  {'':14} {'min':>7} {'median':>9}   {'25 %':>6} {'median':>7} {'75 %':>6}")
+    for contender in contenders:
+        mine = cpu[contender.name]
+        ratios = [m / b for m, b in zip(mine, loop, strict=True)]
+        low, _, high = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+        print(
+            f"  {contender.name:14} {min(mine):7.1f} {statistics.median(mine):9.1f}   "
+            f"{low:6.2f} {paired(mine, loop):7.2f} {high:6.2f}"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=1000, help="messages per drain")
+    parser.add_argument("--rounds", type=int, default=15, help="timed drains per contender")
+    parser.add_argument("--warmup", type=int, default=100, help="messages of the warm-up drain")
+    args = parser.parse_args()
+    with lean_sqs(SERVER_LIFETIME_SECONDS) as server:
+        print(server.versions("sqsbatch", "boto3"))
+        print(f"local SQS in a child process at {server.endpoint}")
+        report(run(server, args), args.messages)
+    print(f"\ncommand: {command()}")
+
+
+if __name__ == "__main__":
+    main()
