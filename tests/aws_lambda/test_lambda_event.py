@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import random
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -255,16 +256,23 @@ def test_a_record_reads_lazily_as_its_decoding_reads(seed: int) -> None:
     assert parsed.first_receive == first
 
 
-@pytest.mark.parametrize("plain", [False, True])
+@pytest.mark.parametrize(("plain", "held"), [(False, True), (True, True), (True, False)])
 @pytest.mark.parametrize("seed", range(20))
-def test_a_record_reads_as_a_message_as_its_decoding_reads(seed: int, plain: bool) -> None:
-    # Given records of every shape (or none with message attributes), parsed
+def test_a_record_reads_as_a_message_as_its_decoding_reads(
+    seed: int, plain: bool, held: bool
+) -> None:
+    # Given records of every shape (or none with message attributes), parsed (with the bodies
+    # the bulk check read, or, as a hand-made event would be, without them)
     rng = random.Random(seed)
     records = [random_record(rng, i, fifo=seed % 2 == 0) for i in range(20)]
     if plain:
         records = [record | {"messageAttributes": {}} for record in records]
     parsed = parse_event({"Records": records})
     assert parsed.plain == plain
+    if plain:  # only the bulk check finds an event plain, and it keeps the bodies it read
+        assert parsed.bodies == [one["body"] for one in records]
+    if not held:
+        parsed = replace(parsed, bodies=None)
     # When they become a batch, one message per record
     arrival = Arrival(parsed, now=100.0, wall_now=parsed.first_receive + 30, visibility_timeout=60)
     batch = record_batch("orders", parsed, arrival)
