@@ -24,6 +24,7 @@ from sqsbatch.message import MessageBatch
 
 __all__ = [
     "OVERLAP_ROUND_TRIP_SECONDS",
+    "SETTLE_WINDOW",
     "Closing",
     "HandlerEnd",
     "SettleTimes",
@@ -158,24 +159,36 @@ endpoint on a busy machine takes 2-3 ms a call (measured beside the test suite),
 SQS takes 5 ms or more."""
 
 
-@dataclass(slots=True)
-class SettleTimes:
-    """How long a poller's delete calls take, per call, as the settles of all-acked batches show
-    (wall time, network included), smoothed: one slow call, or a pause of the machine, does not
-    flip the choice. Slots of threads add to it at once; a lost update only delays the average."""
+SETTLE_WINDOW = 64
+"""How many recent settles `SettleTimes` takes its floor over."""
 
-    seconds: float = 0.0
-    weight: float = 0.2
+
+class SettleTimes:
+    """How long a poller's delete calls take, per call, as the settles of all-acked batches show:
+    the least of the last `SETTLE_WINDOW` (wall time, network included). The least, not an
+    average: beside busy slots a thread's call waits for the GIL too, and that is not the
+    network. On loopback with 4 slots (bench/_lean_sqs.py), a delete call took 1.1 ms at least,
+    5 ms at the median and 9-10 ms at the 90th percentile: an average flipped the threads to a
+    settle thread each, which made the GIL's queue longer still (`Consumer` 1.51 times the
+    loop's CPU against 1.32 for 4 threads of it). Behind 5 ms of network the least is 6.3 ms or
+    more at 1, 4 and 16 slots. `seconds` is that floor, 0 until a settle of deletes alone was
+    timed. Slots of threads add to it at once; a lost update only drops a sample."""
+
+    __slots__ = ("_next", "_times", "seconds")
+
+    def __init__(self, window: int = SETTLE_WINDOW) -> None:
+        self.seconds = 0.0
+        self._times = [math.inf] * window  # a ring: not yet timed counts for nothing
+        self._next = 0
 
     def settled(self, closing: Closing, seconds: float, limits: SqsLimits = SQS_LIMITS) -> None:
         """A settle of `closing` took `seconds`: counted if it was deletes alone."""
         if not closing.bulk_ack or not closing.kinds:
             return
-        per_call = seconds / math.ceil(len(closing.kinds) / limits.max_entries)
-        if not self.seconds:
-            self.seconds = per_call
-        else:
-            self.seconds += self.weight * (per_call - self.seconds)
+        times, at = self._times, self._next
+        times[at] = seconds / math.ceil(len(closing.kinds) / limits.max_entries)
+        self._next = (at + 1) % len(times)
+        self.seconds = min(times)
 
 
 def settles_behind(closing: Closing | None, *, free: bool, settle_seconds: float) -> bool:

@@ -296,13 +296,25 @@ def test_a_batch_that_could_not_be_closed_never_settles_behind() -> None:
     assert settles_behind(None, free=True, settle_seconds=SLOW) is False
 
 
-def test_settle_times_average_the_deletes_per_call_of_all_acked_batches() -> None:
+def test_settle_times_keep_the_floor_of_recent_deletes_per_call_of_all_acked_batches() -> None:
     acked_25 = Closing(TwoPhase([], [], {}), [ActionKind.DELETE] * 25, bulk_ack=True)
+    acked_10 = Closing(TwoPhase([], [], {}), [ActionKind.DELETE] * 10, bulk_ack=True)
     mixed = Closing(TwoPhase([], [], {}), [ActionKind.DELETE, ActionKind.HIDE])
-    times = SettleTimes()
+    times = SettleTimes(window=4)
+    assert times.seconds == 0.0  # nothing timed yet: no overlap for threads
     times.settled(acked_25, 0.030)  # three delete calls: 10 ms each
     assert times.seconds == pytest.approx(0.010)
-    times.settled(mixed, 1.0)  # not deletes alone: not counted
+    times.settled(mixed, 0.001)  # not deletes alone: not counted
     assert times.seconds == pytest.approx(0.010)
-    times.settled(acked_25, 0.060)  # one slow settle moves the average a fifth of the way
-    assert times.seconds == pytest.approx(0.012)
+    # Calls slowed by busy threads (waits for the GIL) do not lift the floor
+    for seconds in (0.002, 0.009, 0.005):
+        times.settled(acked_10, seconds)
+    assert times.seconds == pytest.approx(0.002)
+    # Once the window holds only slow calls (a remote endpoint), the floor follows
+    for seconds in (0.006, 0.007, 0.008, 0.009):
+        times.settled(acked_10, seconds)
+    assert times.seconds == pytest.approx(0.006)
+    assert settles_behind(acked_10, free=False, settle_seconds=times.seconds)
+    # And back down as soon as one recent call was fast
+    times.settled(acked_10, 0.001)
+    assert not settles_behind(acked_10, free=False, settle_seconds=times.seconds)
