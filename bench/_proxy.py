@@ -103,6 +103,11 @@ class DelayProxy:
                 self.pipe(reader, up_writer, replied, upstream=True),
                 self.pipe(up_reader, writer, replied, upstream=False),
             )
+        except asyncio.CancelledError:
+            # The proxy is stopping (`asyncio.run` cancels what is left): end quietly. Python
+            # 3.11's stream server reads a done handler task's `exception()`, which raises for
+            # a cancelled one, and logged a traceback per open connection at every bench's end.
+            pass
         finally:
             self.connections -= 1
             for stream in (writer, up_writer):
@@ -234,6 +239,8 @@ class FaultProxy:
                     break
         except (ConnectionError, OSError, asyncio.IncompleteReadError, ValueError):
             pass
+        except asyncio.CancelledError:
+            pass  # the proxy is stopping: as in `DelayProxy.handle`
         finally:
             self.writers.discard(writer)
             writer.close()
