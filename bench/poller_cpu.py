@@ -341,11 +341,19 @@ def run(server: Server, args: argparse.Namespace, concurrency: int) -> list[Cont
     if concurrency > 1:
         kinds.insert(1, ThreadedLoop)
     contenders = [kind(server, concurrency) for kind in kinds]
+    drain_rounds(server, contenders, args)
+    return contenders
+
+
+def drain_rounds(server: Server, contenders: list[Contender], args: argparse.Namespace) -> None:
+    """A warm-up drain of `args.warmup` messages each, then `args.rounds` timed drains of
+    `args.messages` each (`args.bodies`), every one from a fresh queue, the order rotating from
+    round to round; the contenders are closed at the end."""
     filler = boto3.session.Session().client("sqs", **credentials(server.endpoint))
     stamp = time.monotonic_ns()
     try:
-        for contender in contenders:  # warm-up: first-use costs, connections
-            queue = f"bench-warm-{stamp}-{contender.name.replace(' ', '-').replace(',', '')}"
+        for index, contender in enumerate(contenders):  # first-use costs, connections
+            queue = f"bench-warm-{stamp}-{index}"
             fill(filler, queue, args.warmup, args.bodies)
             contender.measure(queue, args.warmup)
         for round_ in range(args.rounds):
@@ -357,7 +365,6 @@ def run(server: Server, args: argparse.Namespace, concurrency: int) -> list[Cont
     finally:
         for contender in contenders:
             contender.close()
-    return contenders
 
 
 def report(contenders: list[Contender], messages: int, concurrency: int) -> None:

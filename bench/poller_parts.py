@@ -1,6 +1,6 @@
 """What each part of a sync slot's work costs beside botocore: `Consumer` with one part cut out.
 
-    .venv/bin/python bench/poller_parts.py [--messages 1000] [--rounds 15]
+    .venv/bin/python bench/poller_parts.py [--messages 1000] [--rounds 15] [--bodies foreign]
 
 `bench/poller_cpu.py` measures `Consumer` against a hand-written boto3 loop (receive 10,
 handle, `DeleteMessageBatch`); at `max_concurrency` 1 on loopback a sync slot's throughput
@@ -28,15 +28,13 @@ from __future__ import annotations
 import argparse
 import contextvars
 import statistics
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import boto3
 from _lean_sqs import lean_sqs
 from _local import Server, command
-from poller_cpu import SERVER_LIFETIME_SECONDS, Contender, Loop, Threads, credentials, fill, paired
+from poller_cpu import SERVER_LIFETIME_SECONDS, Contender, Loop, Threads, drain_rounds, paired
 
 from sqsbatch._core.receiving import ReceivedDelivery
 from sqsbatch._core.shapes import RECEIVE_SYSTEM_ATTRIBUTES
@@ -112,18 +110,7 @@ class Cut(Threads):
 def run(server: Server, args: argparse.Namespace) -> list[Contender]:
     contenders: list[Contender] = [Loop(server, 1), Threads(server, 1)]
     contenders += [Cut(server, 1, part) for part in CUTS]
-    filler = boto3.session.Session().client("sqs", **credentials(server.endpoint))
-    stamp = time.monotonic_ns()
-    for index, contender in enumerate(contenders):  # warm-up: first-use costs, connections
-        queue = f"parts-warm-{stamp}-{index}"
-        fill(filler, queue, args.warmup, "foreign")
-        contender.measure(queue, args.warmup)
-    for round_ in range(args.rounds):
-        shift = round_ % len(contenders)
-        for index, contender in enumerate(contenders[shift:] + contenders[:shift]):
-            queue = f"parts-{stamp}-{round_}-{index}"
-            fill(filler, queue, args.messages, "foreign")
-            contender.runs.append(contender.measure(queue, args.messages))
+    drain_rounds(server, contenders, args)
     return contenders
 
 
@@ -148,6 +135,12 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=1000, help="messages per drain")
     parser.add_argument("--rounds", type=int, default=15, help="timed drains per contender")
     parser.add_argument("--warmup", type=int, default=100, help="messages of the warm-up drain")
+    parser.add_argument(
+        "--bodies",
+        choices=("foreign", "sqsbatch"),
+        default="foreign",
+        help="raw JSON text, or sent by sqsbatch's Producer (its attribute, JSON bodies)",
+    )
     args = parser.parse_args()
     with lean_sqs(SERVER_LIFETIME_SECONDS) as server:
         print(server.versions("sqsbatch", "boto3"))
