@@ -427,11 +427,22 @@ def cpu_per_message(contender: Contender, messages: int) -> list[float]:
     return [d.cpu / messages * 1e6 for d in contender.runs]
 
 
+def drain_options(parser: argparse.ArgumentParser, *, rounds: int) -> None:
+    """The options of `drain_rounds`: messages, rounds, warm-up, bodies."""
+    parser.add_argument("--messages", type=int, default=1000, help="messages per drain")
+    parser.add_argument("--rounds", type=int, default=rounds, help="timed drains per contender")
+    parser.add_argument("--warmup", type=int, default=100, help="messages of the warm-up drain")
+    parser.add_argument(
+        "--bodies",
+        choices=("foreign", "sqsbatch"),
+        default="foreign",
+        help="raw JSON text, or sent by sqsbatch's Producer (its attribute, JSON bodies)",
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--messages", type=int, default=1000, help="messages per drain")
-    parser.add_argument("--rounds", type=int, default=5, help="timed drains per contender")
-    parser.add_argument("--warmup", type=int, default=100, help="messages of the warm-up drain")
+    drain_options(parser, rounds=5)
     parser.add_argument(
         "--concurrency", type=int, nargs="+", default=[1, 4], help="the pollers' max_concurrency"
     )
@@ -440,12 +451,6 @@ def main() -> None:
         choices=["moto", "lean"],
         default="moto",
         help="the local SQS: moto's, or bench/_lean_sqs.py's (in memory, far less CPU, keep-alive)",
-    )
-    parser.add_argument(
-        "--bodies",
-        choices=("foreign", "sqsbatch"),
-        default="foreign",
-        help="raw JSON text, or sent by sqsbatch's Producer (its attribute, JSON bodies)",
     )
     args = parser.parse_args()
     start_server = lean_sqs if args.server == "lean" else local_sqs

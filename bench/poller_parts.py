@@ -34,7 +34,15 @@ from typing import Any
 
 from _lean_sqs import lean_sqs
 from _local import Server, command
-from poller_cpu import SERVER_LIFETIME_SECONDS, Contender, Loop, Threads, drain_rounds, paired
+from poller_cpu import (
+    SERVER_LIFETIME_SECONDS,
+    Contender,
+    Loop,
+    Threads,
+    drain_options,
+    drain_rounds,
+    paired,
+)
 
 from sqsbatch._core.receiving import ReceivedDelivery
 from sqsbatch._core.shapes import RECEIVE_SYSTEM_ATTRIBUTES
@@ -132,15 +140,7 @@ def report(contenders: list[Contender], messages: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--messages", type=int, default=1000, help="messages per drain")
-    parser.add_argument("--rounds", type=int, default=15, help="timed drains per contender")
-    parser.add_argument("--warmup", type=int, default=100, help="messages of the warm-up drain")
-    parser.add_argument(
-        "--bodies",
-        choices=("foreign", "sqsbatch"),
-        default="foreign",
-        help="raw JSON text, or sent by sqsbatch's Producer (its attribute, JSON bodies)",
-    )
+    drain_options(parser, rounds=15)
     args = parser.parse_args()
     with lean_sqs(SERVER_LIFETIME_SECONDS) as server:
         print(server.versions("sqsbatch", "boto3"))
