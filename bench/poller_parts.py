@@ -39,6 +39,7 @@ from poller_cpu import (
     Contender,
     Loop,
     Threads,
+    cpu_per_message,
     drain_options,
     drain_rounds,
     paired,
@@ -123,7 +124,7 @@ def run(server: Server, args: argparse.Namespace) -> list[Contender]:
 
 
 def report(contenders: list[Contender], messages: int) -> None:
-    cpu = {c.name: [d.cpu / messages * 1e6 for d in c.runs] for c in contenders}
+    cpu = {c.name: cpu_per_message(c, messages) for c in contenders}
     loop = cpu[contenders[0].name]
     print(f"\nmax_concurrency 1, {messages} messages a drain, {len(loop)} rounds")
     print(f"  {'':14} {'client CPU us/msg':>17}   {'paired CPU ratio to the loop':>29}")
