@@ -19,9 +19,11 @@ body (a body sqsbatch's Producer sent as JSON is decoded by sqsbatch itself) and
 - loop: a hand-written boto3 loop asking SQS for what the pollers ask for: ReceiveMessage of 10
   (`MessageSystemAttributeNames` = `sqsbatch._core.shapes.RECEIVE_SYSTEM_ATTRIBUTES`,
   `MessageAttributeNames=["All"]`, WaitTimeSeconds 1), handle, DeleteMessageBatch. Its client
-  has the pollers' `Config` (`sqsbatch._botocore.client_config()`: botocore's standard retry
-  mode), so that the ratios compare the same botocore work; "loop, legacy" is the same loop on
-  botocore's default client (legacy retry mode, a little cheaper per call), printed beside.
+  has the `Config` the pollers give their own (`sqsbatch._botocore.client_config(validate=
+  False)`: botocore's standard retry mode, no client-side parameter validation), so that the
+  ratios compare the same botocore work. Printed beside: "loop, legacy", the same loop on
+  botocore's default client (legacy retry mode, parameters validated: a loop written without
+  a `Config`), and "loop, validating", the loop with validation on (what turning it off saves).
 - boto3 threads (above `max_concurrency` 1): N threads, each that loop, on one client with a
   connection per thread: what threads themselves cost in CPython, the like-for-like reference
   for `Consumer` there (its ratio is to the sequential loop too).
@@ -174,8 +176,8 @@ class Contender:
 
 
 class Loop(Contender):
-    """The loop on a client configured as the pollers' (`client_config()`: botocore's standard
-    retry mode): what the ratios compare with."""
+    """The loop on a client configured as the pollers' own (`client_config(validate=False)`:
+    botocore's standard retry mode, no client-side validation): what the ratios compare with."""
 
     name = "boto3 loop"
 
@@ -187,7 +189,7 @@ class Loop(Contender):
         self.counts = count_requests(self.client)
 
     def config(self) -> Config | None:
-        return client_config()
+        return client_config(validate=False)
 
     def requests(self) -> int:
         return sum(self.counts.values())
@@ -209,6 +211,16 @@ class LegacyLoop(Loop):
         return None
 
 
+class ValidatingLoop(Loop):
+    """The loop with botocore's client-side parameter validation on (`client_config()`, as the
+    producers' clients have it): what the pollers' own clients save by turning it off."""
+
+    name = "loop, validating"
+
+    def config(self) -> Config | None:
+        return client_config()
+
+
 class ThreadedLoop(Loop):
     """N threads, each the loop, on one boto3 client with a connection per thread (boto3 clients
     are thread-safe): what threads themselves cost in CPython (the GIL handed back and forth on
@@ -218,7 +230,7 @@ class ThreadedLoop(Loop):
     name = "boto3 threads"
 
     def config(self) -> Config | None:
-        return client_config(max_pool_connections=self.concurrency)
+        return client_config(max_pool_connections=self.concurrency, validate=False)
 
     def drain(self, queue: str, tally: Tally) -> None:
         loop = super().drain
@@ -244,7 +256,7 @@ class Threads(Contender):
         self.client = boto3.session.Session().client(
             "sqs",
             **credentials(server.endpoint),
-            config=client_config(max_pool_connections=pool),
+            config=client_config(max_pool_connections=pool, validate=False),
         )
         self.counts = count_requests(self.client)
         self.config = consumer_config(concurrency)
@@ -275,7 +287,7 @@ class AsyncLoop(Contender):
         self.runner = asyncio.Runner()
         self.stack = AsyncExitStack()
         client = aioboto3.Session().client(
-            "sqs", **credentials(server.endpoint), config=client_config()
+            "sqs", **credentials(server.endpoint), config=client_config(validate=False)
         )
         self.client = self.runner.run(self.stack.enter_async_context(client))
         self.counts = count_requests(self.client)
@@ -311,7 +323,7 @@ class Tasks(Contender):
         client = aioboto3.Session().client(
             "sqs",
             **credentials(server.endpoint),
-            config=client_config(max_pool_connections=pool),
+            config=client_config(max_pool_connections=pool, validate=False),
         )
         self.client = self.runner.run(self.stack.enter_async_context(client))
         self.counts = count_requests(self.client)
@@ -337,7 +349,14 @@ class Tasks(Contender):
 
 
 def run(server: Server, args: argparse.Namespace, concurrency: int) -> list[Contender]:
-    kinds: list[Callable[[Server, int], Contender]] = [Loop, Threads, AsyncLoop, Tasks, LegacyLoop]
+    kinds: list[Callable[[Server, int], Contender]] = [
+        Loop,
+        Threads,
+        AsyncLoop,
+        Tasks,
+        LegacyLoop,
+        ValidatingLoop,
+    ]
     if concurrency > 1:
         kinds.insert(1, ThreadedLoop)
     contenders = [kind(server, concurrency) for kind in kinds]
@@ -370,19 +389,20 @@ def drain_rounds(server: Server, contenders: list[Contender], args: argparse.Nam
 def report(contenders: list[Contender], messages: int, concurrency: int) -> None:
     print(f"\nmax_concurrency {concurrency} (loops are sequential), {messages} messages a drain")
     print(
-        "  every client has sqsbatch's client_config (botocore's standard retry mode) but "
-        "'loop, legacy' (botocore's default Config, legacy mode); vs loop: to the loop of the "
+        "  every client has the pollers' own client_config (botocore's standard retry mode, "
+        "no client-side validation) but 'loop, legacy' (botocore's default Config: legacy mode, "
+        "validated) and 'loop, validating' (validated); vs loop: to the loop of the "
         "same flavour (boto3 or aioboto3); paired: the median of each round's own ratio (a "
         "contender and its loop drained within seconds of each other, so a slow minute of the "
         "machine counts for both)"
     )
     print(
-        f"  {'':14} {'client CPU us/msg':>17} {'CPU vs loop':>20} {'msg/s':>15} "
+        f"  {'':16} {'client CPU us/msg':>17} {'CPU vs loop':>20} {'msg/s':>15} "
         f"{'requests':>9} {'server CPU':>11}"
     )
     units = ("min", "median", "min", "median", "paired", "median", "paired", "/msg", "us/msg")
     widths = (7, 9, 6, 6, 6, 7, 7, 9, 11)
-    print(f"  {'':14} " + " ".join(f"{u:>{w}}" for u, w in zip(units, widths, strict=True)))
+    print(f"  {'':16} " + " ".join(f"{u:>{w}}" for u, w in zip(units, widths, strict=True)))
     cpu = {c.name: cpu_per_message(c, messages) for c in contenders}
     rates = {c.name: [messages / d.seconds for d in c.runs] for c in contenders}
     for contender in contenders:
@@ -393,7 +413,7 @@ def report(contenders: list[Contender], messages: int, concurrency: int) -> None
         requests = statistics.median(d.requests / messages for d in runs)
         server = statistics.median(d.server_cpu / messages * 1e6 for d in runs)
         print(
-            f"  {name:14} {min(mine):7.1f} {statistics.median(mine):9.1f} "
+            f"  {name:16} {min(mine):7.1f} {statistics.median(mine):9.1f} "
             f"{min(mine) / min(loop):6.2f} {ratio:6.2f} {paired(mine, loop):6.2f} "
             f"{statistics.median(rates[name]):7.0f} {paired(rates[name], rates[base]):7.2f} "
             f"{requests:9.3f} {server:11.0f}"
@@ -408,8 +428,8 @@ def report(contenders: list[Contender], messages: int, concurrency: int) -> None
             ratios = [m / b for m, b in zip(cpu[name], cpu[base], strict=True)]
             low, mid, high = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
             under = sum(ratio <= TARGET for ratio in ratios)
-            print(f"    {name:14} {low:.2f} / {mid:.2f} / {high:.2f}; {under} of {len(ratios)}")
-    for base in ("boto3 loop", "loop, legacy"):
+            print(f"    {name:16} {low:.2f} / {mid:.2f} / {high:.2f}; {under} of {len(ratios)}")
+    for base in ("boto3 loop", "loop, legacy", "loop, validating"):
         against = ", ".join(
             f"{name} {statistics.median(cpu[name]) / statistics.median(cpu[base]):.2f}"
             for name in ("Consumer", "AsyncConsumer")

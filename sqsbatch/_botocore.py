@@ -59,9 +59,17 @@ def client_config(
     max_pool_connections: int = 10,
     long_poll_seconds: float = LONG_POLL_SECONDS,
     margin_seconds: float = MARGIN_SECONDS,
+    validate: bool = True,
 ) -> Config:
     """botocore's standard retry mode (throttling and 5xx, with backoff), a pool that fits, and
     timeouts so that no call can hang its loop.
+
+    `validate=False` turns botocore's client-side parameter validation off, which botocore's
+    `Config` documents as a choice "for performance reasons": about 6 % of botocore's CPU per
+    call (docs/performance.md). The consumers' own clients (pollers, Lambda adapter) take it,
+    as every request they send is built by sqsbatch from SQS's own answers; a client that sends
+    what a user typed or passed (the producers, the CLI) keeps it, so that a wrong type is a
+    clear error before the request leaves. SQS validates every request either way.
 
     botocore's `read_timeout` is per client, not per call, and one client serves the long polls
     and the short calls alike: it is the longest long poll plus `margin_seconds`, which is what
@@ -75,6 +83,7 @@ def client_config(
         max_pool_connections=max(10, max_pool_connections),
         read_timeout=long_poll_seconds + margin_seconds,
         connect_timeout=margin_seconds,
+        parameter_validation=validate,
     )
 
 

@@ -253,7 +253,9 @@ class LambdaAdapter:
 
     def _door(self) -> SyncSqs:
         if self._sqs is None:
-            self._sqs = SyncSqs(self._client if self._client is not None else default_client())
+            # its calls are built from the records: no client-side validation (`client_config`)
+            client = self._client if self._client is not None else default_client(validate=False)
+            self._sqs = SyncSqs(client)
         return self._sqs
 
     def _endpoint(self) -> str | None:

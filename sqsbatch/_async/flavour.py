@@ -67,6 +67,7 @@ def default_client(
     max_pool_connections: int = 10,
     long_poll_seconds: float = LONG_POLL_SECONDS,
     margin_seconds: float = MARGIN_SECONDS,
+    validate: bool = True,
 ) -> Any:
     """An aioboto3 SQS client, to enter with `async with`; the endpoint comes from
     `AWS_ENDPOINT_URL_SQS`/`AWS_ENDPOINT_URL`. The pool must hold every concurrent long poll."""
@@ -76,6 +77,7 @@ def default_client(
         max_pool_connections=max_pool_connections,
         long_poll_seconds=long_poll_seconds,
         margin_seconds=margin_seconds,
+        validate=validate,
     )
     return aioboto3.Session().client("sqs", config=config)
 
@@ -88,7 +90,9 @@ async def opened(
     long_poll_seconds: float = LONG_POLL_SECONDS,
     margin_seconds: float = MARGIN_SECONDS,
 ) -> AsyncIterator[None]:
-    """A door without a client gets one for the block (aiobotocore's must be closed)."""
+    """A door without a client gets one for the block (aiobotocore's must be closed); it
+    skips botocore's client-side validation, as the poller builds every request itself
+    (`client_config`)."""
     if sqs.client is not None:
         yield
         return
@@ -96,6 +100,7 @@ async def opened(
         max_pool_connections=max_pool_connections,
         long_poll_seconds=long_poll_seconds,
         margin_seconds=margin_seconds,
+        validate=False,
     ) as client:
         sqs.client = receives_fail_fast(client)
         try:

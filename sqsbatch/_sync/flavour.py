@@ -64,6 +64,7 @@ def default_client(
     max_pool_connections: int = 10,
     long_poll_seconds: float = LONG_POLL_SECONDS,
     margin_seconds: float = MARGIN_SECONDS,
+    validate: bool = True,
 ) -> Any:
     """A boto3 SQS client; the endpoint comes from `AWS_ENDPOINT_URL_SQS`/`AWS_ENDPOINT_URL`."""
     import boto3  # noqa: PLC0415 - keeps `import sqsbatch` light for Lambda cold starts
@@ -72,6 +73,7 @@ def default_client(
         max_pool_connections=max_pool_connections,
         long_poll_seconds=long_poll_seconds,
         margin_seconds=margin_seconds,
+        validate=validate,
     )
     return receives_fail_fast(boto3.session.Session().client("sqs", config=config))
 
@@ -84,12 +86,15 @@ def opened(
     long_poll_seconds: float = LONG_POLL_SECONDS,
     margin_seconds: float = MARGIN_SECONDS,
 ) -> Iterator[None]:
-    """A door without a client gets one, kept for later runs (boto3's needs no closing)."""
+    """A door without a client gets one, kept for later runs (boto3's needs no closing); it
+    skips botocore's client-side validation, as the poller builds every request itself
+    (`client_config`)."""
     if sqs.client is None:
         sqs.client = default_client(
             max_pool_connections=max_pool_connections,
             long_poll_seconds=long_poll_seconds,
             margin_seconds=margin_seconds,
+            validate=False,
         )
     yield
 
