@@ -6,7 +6,6 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from itertools import repeat
 from typing import Any, TypeVar, overload
 
 from sqsbatch._core.ledger import Ledger, Settled, Verdict
@@ -118,6 +117,10 @@ class _Delivery:
         """`body_model` validated the body: the handler sees `body` (re-sends keep the raw)."""
         self._decoded = replace(self.decoded, body=body)
 
+    def message(self, ledger: Ledger, index: int) -> Message:
+        """Its `Message` in a batch, message `index` of `ledger`'s."""
+        return Message(self, ledger, index)
+
     def __repr__(self) -> str:
         return f"<_Delivery id={self.id!r} receipt_handle={self.receipt_handle!r}>"
 
@@ -197,16 +200,40 @@ class Message:
         return f"<Message id={self.id!r} attempts={self.attempts}>"
 
 
+class HeldMessage(Message):
+    """A `Message` that holds its body, known when the message was made (a foreign message's
+    text, or what `body_model` validated): a handler reads it from the message itself, not
+    through two properties of its delivery (a poller's hot path; the Lambda adapter's messages
+    hold theirs too). Made by `held`, which sets every slot."""
+
+    __slots__ = ("body",)
+    body: Any
+    """As `Message.body`."""
+
+
+def held(delivery: _Delivery, ledger: Ledger, index: int, body: Any) -> HeldMessage:
+    """A `HeldMessage`: message `index` of `ledger`'s, whose body is `body`."""
+    message = _new(HeldMessage)
+    message._delivery = delivery
+    message._ledger = ledger
+    message._index = index
+    message.body = body
+    return message
+
+
+_new = object.__new__
+
+
 class MessageBatch:
     """The messages handed to one handler call, from one queue."""
 
     def __init__(self, queue: str, deliveries: Sequence[_Delivery]) -> None:
         self.queue = queue
-        self._ledger = Ledger(len(deliveries))
+        ledger = self._ledger = Ledger(len(deliveries))
         self._deliveries: Sequence[_Delivery] = list(deliveries)
-        self.messages: list[Message] = list(
-            map(Message, self._deliveries, repeat(self._ledger), range(len(self._deliveries)))
-        )
+        self.messages: list[Message] = [
+            delivery.message(ledger, index) for index, delivery in enumerate(self._deliveries)
+        ]
 
     @classmethod
     def _made(

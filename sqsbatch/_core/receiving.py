@@ -16,6 +16,7 @@ from typing import Any
 
 from sqsbatch._core.batching import BatchWindow
 from sqsbatch._core.entries import TwoPhase, is_premature, postpone_entries
+from sqsbatch._core.ledger import Ledger
 from sqsbatch.attributes import ATTRIBUTE
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.envelope import (
@@ -27,7 +28,7 @@ from sqsbatch.envelope import (
     read_envelope,
 )
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
-from sqsbatch.message import _Delivery
+from sqsbatch.message import Message, _Delivery, held
 
 __all__ = [
     "Assembly",
@@ -65,7 +66,7 @@ def split_received(
     messages that are not due yet are not delivered."""
     hidden_until = received_at + visibility
     deliveries = [ReceivedDelivery(item, received_at, hidden_until) for item in raw]
-    plain = all(delivery.envelope is FOREIGN for delivery in deliveries)
+    plain = not [delivery for delivery in deliveries if delivery._envelope is not FOREIGN]
     return split_deliveries(
         deliveries, queue_url=queue_url, wall_now=wall_now, limits=limits, plain=plain
     )
@@ -86,7 +87,8 @@ class ReceivedDelivery(_Delivery):
         self.received_at = received_at
         self.hidden_until = hidden_until
         self.at_ceiling = False
-        self._envelope = _envelope_of(raw)
+        user = raw.get("MessageAttributes")
+        self._envelope = _envelope_in(user) if user else FOREIGN
         self._body: Any = raw.get("Body", "") if self._envelope is FOREIGN else _UNREAD
 
     @property
@@ -134,6 +136,14 @@ class ReceivedDelivery(_Delivery):
         if self._decoded is not None:
             self._decoded = replace(self._decoded, body=body)
 
+    def message(self, ledger: Ledger, index: int) -> Message:
+        """A body already read is held by the message (`HeldMessage`); else the handler's
+        first read of it decodes it."""
+        body = self._body
+        if body is _UNREAD:
+            return Message(self, ledger, index)
+        return held(self, ledger, index, body)
+
     def _system(self) -> Mapping[str, str]:
         return self.raw.get("Attributes") or {}
 
@@ -141,10 +151,9 @@ class ReceivedDelivery(_Delivery):
 _UNREAD = object()
 
 
-def _envelope_of(raw: Mapping[str, Any]) -> Envelope:
-    """The envelope `decode` reads from a message: sqsbatch's attribute, else `FOREIGN`."""
-    user = raw.get("MessageAttributes")
-    ours = user.get(ATTRIBUTE) if user else None
+def _envelope_in(user: Mapping[str, Any]) -> Envelope:
+    """The envelope `decode` reads from a message's attributes: sqsbatch's, else `FOREIGN`."""
+    ours = user.get(ATTRIBUTE)
     if ours is None or "StringValue" not in ours:
         return FOREIGN
     return read_envelope(ours["StringValue"]) or FOREIGN

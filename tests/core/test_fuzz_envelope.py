@@ -8,6 +8,7 @@ from typing import Any
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from sqsbatch._core.ledger import Ledger
 from sqsbatch._core.receiving import ReceivedDelivery
 from sqsbatch.envelope import ATTRIBUTE, Envelope, decode, encode_attributes
 from sqsbatch.errors import MessageError
@@ -93,26 +94,25 @@ def test_any_attribute_values_encode_or_raise_one_message_error(attributes: Any)
     st.sampled_from(["{}", '{"n": 1}', "text", "aGVsbG8="]),
     st.sampled_from([None, "g1"]),
     st.booleans(),
+    st.booleans(),
 )
-@example('{"v":1,"ct":"json","id":"x","a":2}', '{"n": 1}', None, True)
-@example('{"v":1,"ct":"bytes"}', "aGVsbG8=", "g1", True)
+@example('{"v":1,"ct":"json","id":"x","a":2}', '{"n": 1}', None, True, True)
+@example('{"v":1,"ct":"bytes"}', "aGVsbG8=", "g1", True, False)
+@example("", "text", None, False, False)
 def test_a_received_delivery_reads_as_the_decoded_message(
-    text: str, body: str, group: str | None, ours: bool
+    text: str, body: str, group: str | None, ours: bool, theirs: bool
 ) -> None:
-    # Given a received message, with sqsbatch's attribute (any text) or without it
+    # Given a received message, with sqsbatch's attribute (any text) or without it, with an
+    # attribute of its sender's or not (then SQS's answer has no MessageAttributes at all)
     attributes = {"ApproximateReceiveCount": "2", "SentTimestamp": "1700000000000"}
     if group is not None:
         attributes["MessageGroupId"] = group
-    user = {"colour": {"DataType": "String", "StringValue": "red"}}
+    user = {"colour": {"DataType": "String", "StringValue": "red"}} if theirs else {}
     if ours:
         user[ATTRIBUTE] = {"DataType": "String", "StringValue": text}
-    raw = {
-        "MessageId": "m",
-        "ReceiptHandle": "r",
-        "Body": body,
-        "Attributes": attributes,
-        "MessageAttributes": user,
-    }
+    raw = {"MessageId": "m", "ReceiptHandle": "r", "Body": body, "Attributes": attributes}
+    if user:
+        raw["MessageAttributes"] = user
     # When the poller reads it lazily
     delivery = ReceivedDelivery(raw, 1.0, 31.0)
     decoded = decode(raw)
@@ -128,9 +128,13 @@ def test_a_received_delivery_reads_as_the_decoded_message(
         assert delivery.deaths == decoded.envelope.deaths
         assert delivery.decoded == decoded
         assert delivery.attributes == decoded.attributes
-    # And a validated body is what both read afterwards
+        # and the handler's message reads the same body, held or decoded on first read
+        message = delivery.message(Ledger(1), 0)
+        assert message.body == decoded.body and message.id == decoded.id
+    # And a validated body is what both read afterwards, the message too
     delivery.validated({"valid": True})
     assert delivery.body == delivery.decoded.body == {"valid": True}
+    assert delivery.message(Ledger(1), 0).body == {"valid": True}
     # Also when it is validated before its full decoding is made
     fresh = ReceivedDelivery(raw, 1.0, 31.0)
     fresh.validated({"valid": True})
