@@ -204,24 +204,11 @@ class HeldMessage(Message):
     """A `Message` that holds its body, known when the message was made (a foreign message's
     text, or what `body_model` validated): a handler reads it from the message itself, not
     through two properties of its delivery (a poller's hot path; the Lambda adapter's messages
-    hold theirs too). Made by `held`, which sets every slot."""
+    hold theirs too). Made without `__init__`, by its delivery, which sets every slot."""
 
     __slots__ = ("body",)
     body: Any
     """As `Message.body`."""
-
-
-def held(delivery: _Delivery, ledger: Ledger, index: int, body: Any) -> HeldMessage:
-    """A `HeldMessage`: message `index` of `ledger`'s, whose body is `body`."""
-    message = _new(HeldMessage)
-    message._delivery = delivery
-    message._ledger = ledger
-    message._index = index
-    message.body = body
-    return message
-
-
-_new = object.__new__
 
 
 class MessageBatch:
