@@ -20,12 +20,14 @@ from redrive import BackoffPolicy, Redriver
 from sqsbatch import (
     AsyncProducer,
     ConsumerConfig,
+    Message,
     MessageBatch,
     Producer,
     create_queue,
     lambda_handler,
 )
 from sqsbatch._core.flows import Flow, Pause, Request
+from sqsbatch._core.ledger import Ledger
 from sqsbatch.envelope import Envelope, decode
 from sqsbatch.errors import SqsError
 from sqsbatch.tracing import MAX_LINKS, start
@@ -331,6 +333,9 @@ class FakeDelivery:
 
     def trace_headers(self) -> tuple[Envelope, str | None]:
         return self.envelope, None
+
+    def message(self, ledger: Ledger, index: int) -> Message:
+        return Message(self, ledger, index)  # type: ignore[arg-type]  # duck-typed delivery
 
 
 def test_a_failed_settle_call_is_an_error_span_and_the_flow_sees_the_error(spans: Spans) -> None:
