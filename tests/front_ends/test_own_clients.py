@@ -40,6 +40,14 @@ def test_client_config_validates_unless_told_not_to() -> None:
     assert client_config(validate=False).parameter_validation is False
 
 
+def three_messages(sqs: Any, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A queue with a DLQ holding "ack", "retry" and "dead"; its endpoint in the environment
+    only, for a front end that makes its own client."""
+    create_queue(name, dead_letter_queue=f"{name}-dlq", client=sqs)
+    Producer(name, client=sqs).send_batch([{"body": b} for b in ("ack", "retry", "dead")])
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SQS", sqs.meta.endpoint_url)
+
+
 def every_outcome(seen: list[bool]) -> Any:
     """A handler that acks "ack", retries "retry" once (then acks it) and dead-letters
     "dead", noting whether its poller's client validates parameters."""
@@ -62,9 +70,7 @@ def test_a_poller_without_a_client_skips_validation_and_settles_every_outcome(
     kind: str, sqs: Any, name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a queue with a DLQ, three messages, and the endpoint in the environment only
-    create_queue(name, dead_letter_queue=f"{name}-dlq", client=sqs)
-    Producer(name, client=sqs).send_batch([{"body": b} for b in ("ack", "retry", "dead")])
-    monkeypatch.setenv("AWS_ENDPOINT_URL_SQS", sqs.meta.endpoint_url)
+    three_messages(sqs, name, monkeypatch)
     seen: list[bool] = []
     handle = every_outcome(seen)
     # When a poller that makes its own client runs until idle
@@ -96,9 +102,7 @@ def test_the_lambda_adapter_without_a_client_skips_validation_and_settles(
     sqs: Any, name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given the same three messages, and a function whose adapter makes its own client
-    create_queue(name, dead_letter_queue=f"{name}-dlq", client=sqs)
-    Producer(name, client=sqs).send_batch([{"body": b} for b in ("ack", "retry", "dead")])
-    monkeypatch.setenv("AWS_ENDPOINT_URL_SQS", sqs.meta.endpoint_url)
+    three_messages(sqs, name, monkeypatch)
     seen: list[bool] = []
     handle = every_outcome(seen)
 
