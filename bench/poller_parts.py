@@ -13,14 +13,16 @@ of a slot's work replaced, for that drain only, by the least that still consumes
 - bare receive: `_receive` is one bare `receive_message` (the pollers' attributes) and a
   `ReceivedDelivery` per message (no receive flow, no screening, no counters);
 - no watcher: the handler is called inline in a copy of the context, with no ticket on the
-  watcher (no heartbeats, no `handler_timeout`).
+  watcher (no heartbeats, no `handler_timeout`);
+- all cut: bare settle and bare receive at once (what is left: the slot's loop, the batch
+  window, a delivery and a `Message` per message): the floor of this design on threads.
 
 Cut out like this, the poller is no longer correct (nothing is counted, a failing handler
 loses its batch's deletes, a batch is never kept hidden): this is a measurement, not an option.
 The loop and every contender drain the same number of messages from a fresh queue on
 bench/_lean_sqs.py in a child process, in alternating order, with the pollers' client config;
 printed: client CPU per message (min, median) and the paired ratio to the loop (the median of
-each round's own ratio, and its quartiles).
+each round's own ratio, and its quartiles), and the paired ratio of msg/s.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import argparse
 import contextvars
 import statistics
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from _lean_sqs import lean_sqs
@@ -103,39 +105,55 @@ def cut(owner: type, name: str, replacement: Callable[..., Any]) -> Iterator[Non
         setattr(owner, name, original)
 
 
-class Cut(Threads):
-    """`Consumer` (as bench/poller_cpu.py drains it) with one part cut out while it drains."""
+ALL_CUT = ("bare settle", "bare receive")
+"""Both at once: what is left is the slot's loop, the batch window and the `Message`s (a bare
+settle calls the handler itself, so no watcher either)."""
 
-    def __init__(self, server: Server, concurrency: int, part: str) -> None:
+
+class Cut(Threads):
+    """`Consumer` (as bench/poller_cpu.py drains it) with `parts` cut out while it drains."""
+
+    def __init__(self, server: Server, concurrency: int, name: str, parts: tuple[str, ...]) -> None:
         super().__init__(server, concurrency)
-        self.name = part
-        self.part = CUTS[part]
+        self.name = name
+        self.parts = [CUTS[part] for part in parts]
 
     def drain(self, queue: str, tally: Any) -> None:
-        with cut(*self.part):
+        with ExitStack() as stack:
+            for part in self.parts:
+                stack.enter_context(cut(*part))
             super().drain(queue, tally)
 
 
 def run(server: Server, args: argparse.Namespace) -> list[Contender]:
     contenders: list[Contender] = [Loop(server, 1), Threads(server, 1)]
-    contenders += [Cut(server, 1, part) for part in CUTS]
+    contenders += [Cut(server, 1, part, (part,)) for part in CUTS]
+    contenders.append(Cut(server, 1, "all cut", ALL_CUT))
     drain_rounds(server, contenders, args)
     return contenders
 
 
 def report(contenders: list[Contender], messages: int) -> None:
     cpu = {c.name: cpu_per_message(c, messages) for c in contenders}
-    loop = cpu[contenders[0].name]
+    rates = {c.name: [messages / d.seconds for d in c.runs] for c in contenders}
+    loop, loop_rates = cpu[contenders[0].name], rates[contenders[0].name]
     print(f"\nmax_concurrency 1, {messages} messages a drain, {len(loop)} rounds")
-    print(f"  {'':14} {'client CPU us/msg':>17}   {'paired CPU ratio to the loop':>29}")
-    print(f"  {'':14} {'min':>7} {'median':>9}   {'25 %':>6} {'median':>7} {'75 %':>6}")
+    print(
+        f"  {'':14} {'client CPU us/msg':>17}   {'paired CPU ratio to the loop':>29}   "
+        f"{'msg/s, paired':>13}"
+    )
+    print(
+        f"  {'':14} {'min':>7} {'median':>9}   {'25 %':>6} {'median':>7} {'75 %':>6}   "
+        f"{'to the loop':>13}"
+    )
     for contender in contenders:
         mine = cpu[contender.name]
         ratios = [m / b for m, b in zip(mine, loop, strict=True)]
         low, _, high = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
         print(
             f"  {contender.name:14} {min(mine):7.1f} {statistics.median(mine):9.1f}   "
-            f"{low:6.2f} {paired(mine, loop):7.2f} {high:6.2f}"
+            f"{low:6.2f} {paired(mine, loop):7.2f} {high:6.2f}   "
+            f"{paired(rates[contender.name], loop_rates):13.2f}"
         )
 
 
