@@ -1,7 +1,7 @@
 """The pollers' own client CPU per message, apart from botocore's.
 
     .venv/bin/python bench/poller_overhead.py [--messages 2000] [--rounds 7] [--concurrency 1 4]
-        [--delay 0.001]
+        [--delay 0.001] [--instructions [--jobs 2]]
 
 `bench/poller_cpu.py` compares the pollers with a hand-written loop on a real (local) SQS; there
 botocore spends about 90 % of the client's CPU, and this machine's medians move by 10 % from run
@@ -16,6 +16,18 @@ thread waking after each sleep runs colder, so the default delay shows more than
 Printed per `max_concurrency`: the loop's and the Consumer's client CPU µs/message (median and
 min over `--rounds` drains, alternating), and the Consumer's overhead (Consumer - loop); then
 the same for `AsyncConsumer` against the same loop written for asyncio on an `async def` stub.
+
+`--instructions` counts instead of timing: each contender drains in a child process of its own
+under `valgrind --tool=callgrind` (instructions retired, the same count run after run whatever
+else this machine does, where CPU seconds move 5-10 %; no hardware counter needed, unlike
+`bench/poller_instructions.py`'s `perf stat`; `--jobs` children at once), once `--messages`
+(10,000 unless given) and once a tenth of that, after the same warm-up; the difference over the
+messages between is its instructions per message, without what a process and a drain cost once
+(imports, the poller's start-up). `--delay` is 0 and `--concurrency` 1 unless given (at 4
+without a delay, threads that never block fight for the GIL: a figure of the stub). Under
+valgrind a process runs many times slower, so the pollers' timed wake-ups (the loop looks at its
+slots every 0.5 s, the watcher at its heap every 1 s) come more often per message than
+natively: they are counted against the pollers.
 """
 
 from __future__ import annotations
@@ -23,10 +35,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
+import shutil
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from _local import async_hand_round, command, hand_round
@@ -190,23 +207,24 @@ def cpu_per_message(drain: Drain, count: int, delay: float, concurrency: int) ->
     return (time.process_time() - cpu) / count * 1e6
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--messages", type=int, default=2000, help="messages per drain")
-    parser.add_argument("--rounds", type=int, default=7, help="timed drains of each")
-    parser.add_argument("--delay", type=float, default=0.001, help="seconds each call sleeps")
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4])
-    args = parser.parse_args()
-    pairs = [
-        ("Consumer", consumer, "loop", loop),
-        ("AsyncConsumer", async_consumer, "aio loop", async_loop),
-    ]
+DRAINS: dict[str, Drain] = {
+    "loop": loop,
+    "Consumer": consumer,
+    "aio loop": async_loop,
+    "AsyncConsumer": async_consumer,
+}
+BASELINE = {"Consumer": "loop", "AsyncConsumer": "aio loop"}
+WARMUP = 200
+
+
+def timed(args: argparse.Namespace) -> None:
+    """CPU seconds per message, each poller alternating with its loop."""
     for concurrency in args.concurrency:
-        for mine_name, mine_drain, base_name, base_drain in pairs:
-            drains: dict[str, Drain] = {base_name: base_drain, mine_name: mine_drain}
+        for mine_name, base_name in BASELINE.items():
+            drains = {name: DRAINS[name] for name in (base_name, mine_name)}
             runs: dict[str, list[float]] = {name: [] for name in drains}
             for drain in drains.values():  # warm-up: imports, first-use costs
-                drain(200, args.delay, concurrency)
+                drain(WARMUP, args.delay, concurrency)
             for _ in range(args.rounds):
                 for name, drain in drains.items():
                     runs[name].append(
@@ -220,6 +238,69 @@ def main() -> None:
                 f"{statistics.median(mine) - statistics.median(base):.1f} "
                 f"(min {min(mine) - min(base):.1f}) µs/msg"
             )
+
+
+def counted(args: argparse.Namespace, name: str, messages: int, concurrency: int) -> int:
+    """Instructions retired by a child that warms `name` up, then drains `messages`."""
+    argv = [sys.executable, __file__, "--child", name, "--messages", str(messages)]
+    argv += ["--delay", str(args.delay), "--concurrency", str(concurrency)]
+    valgrind = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+    done = subprocess.run(valgrind + argv, capture_output=True, text=True, check=True)
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if found is None:
+        raise RuntimeError(f"callgrind printed no count: {done.stderr[-300:]}")
+    return int(found.group(1))
+
+
+def instructions(args: argparse.Namespace) -> None:
+    """Instructions per message under callgrind: the slope between two drain sizes."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind (apt install valgrind)")
+    many, few = args.messages, args.messages // 10
+    runs = [(n, m, c) for c in args.concurrency for n in DRAINS for m in (few, many)]
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:  # counts do not mind company
+        counts = dict(zip(runs, pool.map(lambda run: counted(args, *run), runs), strict=True))
+    for concurrency in args.concurrency:
+        per = {
+            name: (counts[name, many, concurrency] - counts[name, few, concurrency]) / (many - few)
+            for name in DRAINS
+        }
+        print(f"max_concurrency {concurrency}, instructions per message:")
+        for name, mine in per.items():
+            base = BASELINE.get(name)
+            over = f"; overhead {mine - per[base]:,.0f}" if base else ""
+            print(f"  {name:14} {mine:9,.0f}{over}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, help="messages per drain (2000; 10000 counted)")
+    parser.add_argument("--rounds", type=int, default=7, help="timed drains of each")
+    parser.add_argument("--delay", type=float, help="seconds each call sleeps (0.001; 0 counted)")
+    parser.add_argument(
+        "--concurrency", type=int, nargs="+", help="max_concurrency (1 4; 1 counted)"
+    )
+    parser.add_argument(
+        "--instructions", action="store_true", help="count instructions under valgrind instead"
+    )
+    parser.add_argument("--jobs", type=int, default=2, help="children at once (--instructions)")
+    parser.add_argument("--child", choices=list(DRAINS), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.messages is None:
+        args.messages = 10_000 if args.instructions else 2000
+    if args.delay is None:
+        args.delay = 0.0 if args.instructions else 0.001
+    if args.concurrency is None:
+        args.concurrency = [1] if args.instructions else [1, 4]
+    if args.child:
+        drain, concurrency = DRAINS[args.child], args.concurrency[0]
+        drain(WARMUP, args.delay, concurrency)
+        drain(args.messages, args.delay, concurrency)
+        return
+    if args.instructions:
+        instructions(args)
+    else:
+        timed(args)
     print(f"\ncommand: {command()}")
 
 
