@@ -1,7 +1,7 @@
 """CPU per record of `sqsbatch.lambda_handler` and of Powertools' batch processor, one SQS event.
 
     .venv/bin/python bench/lambda_cpu.py [--records 10000] [--repeat 7] [--retry-every 10]
-        [--bodies foreign|sqsbatch] [--no-gc-off] [--profile] [--unreachable]
+        [--bodies foreign|sqsbatch] [--no-gc-off] [--profile] [--unreachable] [--each]
 
 Both front ends get the same event: `--records` records in the shape Lambda's SQS event source
 mapping delivers (messageId, receiptHandle, body, attributes, messageAttributes, md5OfBody,
@@ -32,6 +32,12 @@ record hidden until the queue's visibility timeout ends. The request counts are 
 `--unreachable` adds two invocations (all acked) of an adapter whose client points at a closed
 port on 127.0.0.1: what the RedrivePolicy lookup costs when it fails (a failed lookup is not kept,
 so every invocation asks again).
+
+`--each` prints every invocation's CPU per record, in order: a sync handler runs on a thread of
+its own, and on a machine of more than one CPU the scheduler may run that thread on another CPU
+than the one that decoded the event, whose caches then hold none of it (on the 2-CPU machine of
+2026-11-26 sqsbatch's invocations came out either about 2.5 or about 3.7 µs a record, and always
+about 2.5 under `taskset -c 1`); Powertools runs every record on the calling thread.
 """
 
 from __future__ import annotations
@@ -271,6 +277,10 @@ def report(title: str, args: argparse.Namespace, runners: list[Contender], retri
         )
     for runner in runners[:2]:
         print(f"  warm-up invocation of {runner.name}: {runner.warmup}")
+    if args.each:
+        print("  each invocation, CPU us/record, in order:")
+        for runner in runners:
+            print(f"    {runner.name:18} " + " ".join(f"{cpu * per:.2f}" for cpu in runner.cpu))
 
 
 def profile(title: str, function: Callable[[Any, Any], Any], text: str) -> None:
@@ -364,6 +374,9 @@ def main() -> None:
         help="also measure both with the cyclic GC disabled during the invocation",
     )
     parser.add_argument("--profile", action="store_true", help="cProfile one sqsbatch invocation")
+    parser.add_argument(
+        "--each", action="store_true", help="also print every invocation's CPU per record"
+    )
     parser.add_argument(
         "--unreachable", action="store_true", help="also invoke with SQS unreachable (slow)"
     )
