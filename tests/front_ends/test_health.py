@@ -121,10 +121,15 @@ def test_a_poller_whose_endpoint_stops_answering_fails_its_health_check_and_its_
     sqs.send_message(QueueUrl=url, MessageBody="before")
     seen: list[str] = []
     path = tmp_path / "health"
-    _, runner = start(
+    consumer, runner = start(
         kind, name, lambda b: seen.extend(m.body for m in b.messages), health_file=path
     )
-    wait_for(lambda: seen == ["before"] and is_fresh(path), "a message consumed, the file fresh")
+    # (settled too: a delete still out when the endpoint goes silent would hold run() through
+    # its rounds of retries, each a read timeout per attempt, longer than this test's guard)
+    wait_for(
+        lambda: seen == ["before"] and consumer.stats.as_dict()["acked"] == 1 and is_fresh(path),
+        "a message consumed and settled, the file fresh",
+    )
     # When the endpoint accepts connections and never answers
     proxy.silence()
     # Then the health check fails, saying how stale the file is, and the watchdog ends run()
