@@ -36,8 +36,8 @@ so every invocation asks again).
 `--each` prints every invocation's CPU per record, in order: a sync handler runs on a thread of
 its own, and on a machine of more than one CPU the scheduler may run that thread on another CPU
 than the one that decoded the event, whose caches then hold none of it (on the 2-CPU machine of
-2026-11-26 sqsbatch's invocations came out either about 2.5 or about 3.7 µs a record, and always
-about 2.5 under `taskset -c 1`); Powertools runs every record on the calling thread.
+2026-11-26 sqsbatch's invocations came out either about 2.5 or about 3.7 µs a record, and all but
+one of 15 about 2.5 under `taskset -c 1`); Powertools runs every record on the calling thread.
 """
 
 from __future__ import annotations
