@@ -21,6 +21,8 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from sqsbatch._cpu import near_caller, widen
+
 __all__ = [
     "CANCEL_GRACE_SECONDS",
     "Done",
@@ -92,15 +94,22 @@ class HandlerThread:
 
     The handler runs in a copy of the caller's context (`contextvars`), as an asyncio task
     does: what the caller made current (the batch's span, `sqsbatch.tracing`) is current there.
+    With `near`, the thread starts on the caller's CPU, where the batch was just made, and gets
+    its own CPUs back before it calls the handler (`sqsbatch._cpu`).
     """
 
-    def __init__(self, handler: Callable[[Any], object], batch: object) -> None:
+    def __init__(
+        self, handler: Callable[[Any], object], batch: object, *, near: bool = False
+    ) -> None:
         self.done = Done()
         self._failure: list[BaseException] = []
         worker = _take()
         context = contextvars.copy_context()
+        had = near_caller(worker.thread_id) if near else None
 
         def call_handler() -> None:
+            if had is not None:
+                widen(had)
             try:
                 context.run(handler, batch)
             except BaseException as exc:  # any failure, SystemExit too, fails the batch
@@ -155,7 +164,10 @@ class _Worker:
 
     def __init__(self, name: str) -> None:
         self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
-        threading.Thread(target=self._work, name=name, daemon=True).start()
+        thread = threading.Thread(target=self._work, name=name, daemon=True)
+        thread.start()
+        self.thread_id = thread.native_id
+        """The thread's native id (known once it started; None where there are none)."""
 
     def submit(self, job: Callable[[], None] | None) -> None:
         self._jobs.put(job)
@@ -209,10 +221,11 @@ os.register_at_fork(after_in_child=_forget_idle)
 
 
 def run_in_thread(
-    handler: Callable[[Any], object], batch: object, budget: float
+    handler: Callable[[Any], object], batch: object, budget: float, *, near: bool = False
 ) -> tuple[bool, BaseException | None]:
-    """(timed out, raised) of a sync handler; past `budget` its thread is left running."""
-    thread = HandlerThread(handler, batch)
+    """(timed out, raised) of a sync handler; past `budget` its thread is left running. `near`:
+    its thread starts on the caller's CPU (`sqsbatch._cpu`)."""
+    thread = HandlerThread(handler, batch, near=near)
     if not thread.done.wait(budget):
         return True, None
     return False, thread.failure

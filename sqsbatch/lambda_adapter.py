@@ -38,6 +38,7 @@ from sqsbatch._core.queue_settings import (
 from sqsbatch._core.receiving import Split, split_deliveries
 from sqsbatch._core.screening import BodyModel, Screen, close_screened, screen
 from sqsbatch._core.shapes import is_url, queue_name
+from sqsbatch._cpu import NEAR_FROM_MESSAGES
 from sqsbatch._sync.door import SyncSqs, default_client
 from sqsbatch._sync.flavour import BatchHandler
 from sqsbatch.config import ConsumerConfig
@@ -236,7 +237,8 @@ class LambdaAdapter:
             running = run_async_handler(handler, batch, budget, self._abandoned)
             timed_out, error = self._event_loop().run_until_complete(running)
         else:
-            timed_out, error = run_in_thread(self.handler, batch, budget)
+            near = len(batch.messages) >= NEAR_FROM_MESSAGES  # where the records are cached
+            timed_out, error = run_in_thread(self.handler, batch, budget, near=near)
         end = handler_end(batch, config, timed_out=timed_out, error=error)
         if metrics is not None:
             metrics.add(end.counts)
