@@ -1,7 +1,8 @@
 """CPU per record of `sqsbatch.lambda_handler` and of Powertools' batch processor, one SQS event.
 
     .venv/bin/python bench/lambda_cpu.py [--records 10000] [--repeat 7] [--retry-every 10]
-        [--bodies foreign|sqsbatch] [--no-gc-off] [--profile] [--unreachable] [--each]
+        [--bodies foreign|sqsbatch] [--no-gc-off] [--anywhere] [--profile] [--unreachable]
+        [--each]
 
 Both front ends get the same event: `--records` records in the shape Lambda's SQS event source
 mapping delivers (messageId, receiptHandle, body, attributes, messageAttributes, md5OfBody,
@@ -14,7 +15,9 @@ takes `message.body` as it is) and succeed, or retry every `--retry-every`-th re
 Measured: `time.process_time()` (CPU of the whole process, every thread: sqsbatch runs a sync
 handler on a thread of its own) around one invocation, after one warm-up invocation of each (a
 warm Lambda: sqsbatch looks up the queue's RedrivePolicy once per execution environment, with
-one GetQueueAttributes). Contenders alternate, `--repeat` invocations each; min and median.
+one GetQueueAttributes). Contenders alternate, `--repeat` invocations each; min and median, and
+the paired ratio (the median of each round's own ratio, ours to theirs invoked beside it: a
+machine that slows for seconds at a time slows both sides of a pair).
 Not measured: decoding the event, building the processor or adapter, the local SQS, a full
 `gc.collect()` before each invocation (so that no invocation pays for the previous one's garbage).
 The cyclic GC stays on as in Lambda; the CPU it takes during the invocation is printed ("of it
@@ -34,10 +37,12 @@ port on 127.0.0.1: what the RedrivePolicy lookup costs when it fails (a failed l
 so every invocation asks again).
 
 `--each` prints every invocation's CPU per record, in order: a sync handler runs on a thread of
-its own, and on a machine of more than one CPU the scheduler may run that thread on another CPU
-than the one that decoded the event, whose caches then hold none of it (on the 2-CPU machine of
-2026-11-26 sqsbatch's invocations came out either about 2.5 or about 3.7 µs a record, and all but
-one of 15 about 2.5 under `taskset -c 1`); Powertools runs every record on the calling thread.
+its own, and on a machine of more than one CPU the scheduler would start that thread on another
+CPU than the one that decoded the event, whose caches then hold none of it (on the 2-CPU machine
+of 2026-11-26 sqsbatch's invocations came out either about 2.5 or about 3.7 µs a record, and all
+but one of 15 about 2.5 under `taskset -c 1`); so for a batch of 1,000 records or more the
+adapter starts it on the caller's CPU (`sqsbatch/_cpu.py`); `--anywhere` adds a contender
+without that, beside its own Powertools. Powertools runs every record on the calling thread.
 """
 
 from __future__ import annotations
@@ -58,11 +63,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
+from unittest import mock
 
 import boto3
 from _local import command, local_sqs
 
-from sqsbatch import ConsumerConfig, MessageBatch, lambda_handler
+from sqsbatch import ConsumerConfig, MessageBatch, handler_tasks, lambda_handler
 from sqsbatch._botocore import client_config
 from sqsbatch.envelope import Envelope
 from sqsbatch.lambda_adapter import LambdaAdapter
@@ -222,16 +228,28 @@ class Contender:
         return cpu
 
 
-def contenders(sqs: Any, retry_every: int, gc_off: bool) -> list[Contender]:
+def contenders(sqs: Any, retry_every: int, args: argparse.Namespace) -> list[Contender]:
     ours = sqsbatch_function(sqs, retry_every)
     theirs = powertools_function(retry_every)
     found = [Contender("sqsbatch", ours), Contender("powertools", theirs)]
-    if gc_off:
+    if args.gc_off:
         found += [
             Contender("sqsbatch, gc off", ours, gc_on=False),
             Contender("powertools, gc off", theirs, gc_on=False),
         ]
+    if args.anywhere:
+        found += [Contender("sqsbatch, anywhere", anywhere(ours)), Contender("powertools", theirs)]
     return found
+
+
+def anywhere(function: LambdaAdapter) -> Callable[[Any, Any], Any]:
+    """The adapter with its handler's thread left to start wherever the scheduler puts it."""
+
+    def invoke(event: Any, context: Any) -> Any:
+        with mock.patch.object(handler_tasks, "near_caller", lambda thread_id: None):
+            return function(event, context)
+
+    return invoke
 
 
 def scenario(title: str, sqs: Any, args: argparse.Namespace, retry_every: int) -> None:
@@ -239,7 +257,7 @@ def scenario(title: str, sqs: Any, args: argparse.Namespace, retry_every: int) -
     every = range(0, args.records, retry_every) if retry_every else range(0)
     expected = {str(uuid.UUID(int=n)) for n in every}
     requests = count_requests(sqs)
-    runners = contenders(sqs, retry_every, args.gc_off)
+    runners = contenders(sqs, retry_every, args)
     for runner in runners:
         requests.clear()
         cpu = runner.invoke(text, expected)  # warm: RedrivePolicy lookup, first-use costs
@@ -270,10 +288,12 @@ def report(title: str, args: argparse.Namespace, runners: list[Contender], retri
             f"{statistics.median(runner.wall) * 1000:8.1f}   {calls or 'none'}"
         )
     for ours, theirs in zip(runners[::2], runners[1::2], strict=True):
+        paired = statistics.median(a / b for a, b in zip(ours.cpu, theirs.cpu, strict=True))
         print(
             f"  ratio {ours.name} / {theirs.name}: "
             f"{min(ours.cpu) / min(theirs.cpu):.2f} (min), "
-            f"{statistics.median(ours.cpu) / statistics.median(theirs.cpu):.2f} (median)"
+            f"{statistics.median(ours.cpu) / statistics.median(theirs.cpu):.2f} (median), "
+            f"{paired:.2f} (paired)"
         )
     for runner in runners[:2]:
         print(f"  warm-up invocation of {runner.name}: {runner.warmup}")
@@ -372,6 +392,11 @@ def main() -> None:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="also measure both with the cyclic GC disabled during the invocation",
+    )
+    parser.add_argument(
+        "--anywhere",
+        action="store_true",
+        help="also sqsbatch with its handler's thread started wherever the scheduler puts it",
     )
     parser.add_argument("--profile", action="store_true", help="cProfile one sqsbatch invocation")
     parser.add_argument(
