@@ -1,5 +1,6 @@
 """The moto speed-up of the local SQS (sqsbatch/moto_speedup.py): it fits the pinned moto, gives
-moto's own answers, and makes a receive cost the same at any depth.
+moto's own answers, makes a receive cost the same at any depth, and keeps concurrent deletes and
+sends from undoing each other.
 
 No timing here (bench/local_depth.py measures): the scaling test counts reads of moto's clock,
 which moto's own members make once or twice per message in the queue, for each message returned.
@@ -10,6 +11,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import logging
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -26,6 +28,7 @@ REPLACED = [
     ("Queue", "messages"),
     ("Queue", "approximate_number_of_messages_delayed"),
     ("Queue", "approximate_number_of_messages_not_visible"),
+    ("Queue", "delete_message"),
 ]
 NOW = 1_800_000_000.0  # moto's clock, frozen by `frozen_clock`, in seconds
 REAL_CLOCK = (models.unix_time, models.unix_time_millis)
@@ -124,7 +127,7 @@ def test_each_replacement_gives_motos_own_answer() -> None:
     assert moto_speedup.is_applied()
     own_check = moto_speedup.original("SQSBackend", "is_message_valid_based_on_retention_period")
     own_messages, own_delayed, own_not_visible = (
-        moto_speedup.original("Queue", member).fget for _, member in REPLACED[1:]
+        moto_speedup.original("Queue", member).fget for _, member in REPLACED[1:4]
     )
     # Then each replaced member answers as moto's own
     assert [m.id for m in queue.messages] == [m.id for m in own_messages(queue)]
@@ -207,3 +210,46 @@ def test_motos_own_receive_reads_the_clock_per_message_in_the_queue(
     # so each of the 380 more messages in the queue costs more than one read per message returned.
     shallow, deep = (clock_reads_of_one_receive(monkeypatch, depth) for depth in (20, 400))
     assert deep - shallow > 10 * (400 - 20)
+
+
+def deletes_and_sends_at_once(backend: Any, threads: int = 8, each: int = 50) -> list[str]:
+    """`threads` threads delete `each` received messages apiece, one by one, while another sends
+    as many new ones, with the interpreter switching threads as often as it can; what is left."""
+    backend.create_queue("busy")
+    for n in range(threads * each):
+        backend.send_message("busy", f"old-{n}")
+    handles = [m.receipt_handle for m in backend.receive_message("busy", threads * each, 0, 300)]
+    assert len(handles) == threads * each
+    start = threading.Barrier(threads + 1)
+
+    def delete(mine: list[str]) -> None:
+        start.wait()
+        for handle in mine:
+            backend.delete_message("busy", handle)
+
+    def send() -> None:
+        start.wait()
+        for n in range(threads * each):
+            backend.send_message("busy", f"new-{n}")
+
+    workers = [threading.Thread(target=delete, args=(handles[i::threads],)) for i in range(threads)]
+    workers.append(threading.Thread(target=send))
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    finally:
+        sys.setswitchinterval(interval)
+    return sorted(m.body for m in backend.get_queue("busy")._messages)
+
+
+@pytest.mark.usefixtures("local_sqs")
+def test_concurrent_deletes_and_sends_neither_bring_back_nor_lose_a_message() -> None:
+    # Given 400 received messages, deleted by 8 threads at once while a 9th sends 400 more
+    backend = models.SQSBackend("us-east-1", "123456789012")
+    left = deletes_and_sends_at_once(backend)
+    # Then every deleted message is gone and every sent one is there
+    assert left == sorted(f"new-{n}" for n in range(400))
