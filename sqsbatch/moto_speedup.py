@@ -29,8 +29,9 @@ it has deleted); a send appended during a rebuild was lost. Seen once in a test 
 
 Guard: only moto 5.2.x whose replaced members, and the members their answers rely on, have
 exactly the source this was written against (sha256 of each: the same in 5.2.0 to 5.2.3 and in
-5.2.5). Any other moto runs unpatched (correct, slower as queues grow) after one warning line;
-the tests (tests/front_ends/test_local_speed.py) fail if the pinned moto no longer fits.
+5.2.5). Any other moto runs unpatched (slower as queues grow, and with that race) after one
+warning line; the tests (tests/front_ends/test_local_speed.py) fail if the pinned moto no longer
+fits.
 """
 
 from __future__ import annotations
@@ -97,7 +98,11 @@ def apply(moto_version: str | None = None) -> bool:
         if reason is not None:
             if reason not in _warned:
                 _warned.add(reason)
-                log.warning("local SQS: %s; running it unpatched (slower as queues grow)", reason)
+                log.warning(
+                    "local SQS: %s; running it unpatched (slower as queues grow, and concurrent"
+                    " deletes may not stick)",
+                    reason,
+                )
             return False
         models = _moto_models()
         for (owner, name), member in _fast_members(models).items():
