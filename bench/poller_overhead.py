@@ -290,6 +290,8 @@ def main() -> None:
         args.messages = 10_000 if args.instructions else 2000
     if args.instructions and args.messages < 10:
         parser.error(f"--messages {args.messages} is too few to count: at least 10")
+    if args.jobs < 1:
+        parser.error(f"--jobs {args.jobs}: at least 1 child at a time")
     if args.delay is None:
         args.delay = 0.0 if args.instructions else 0.001
     if args.concurrency is None:
