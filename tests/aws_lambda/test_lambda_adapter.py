@@ -23,8 +23,7 @@ from sqsbatch import (
     handler_tasks,
     lambda_handler,
 )
-from sqsbatch._cpu import NEAR_FROM_MESSAGES
-from sqsbatch._cpu import near_caller as handler_tasks_near_caller
+from sqsbatch._cpu import NEAR_FROM_MESSAGES, near_caller
 from tests.support.front_ends import EventSourceMapping, record
 from tests.support.sqs_helpers import depth, drain
 
@@ -136,7 +135,7 @@ def test_a_large_batch_s_handler_starts_on_the_caller_s_cpu_and_keeps_every_cpu(
     narrowed: list[frozenset[int] | None] = []
 
     def watched(thread_id: int | None) -> frozenset[int] | None:
-        narrowed.append(handler_tasks_near_caller(thread_id))
+        narrowed.append(near_caller(thread_id))
         return narrowed[-1]
 
     monkeypatch.setattr(handler_tasks, "near_caller", watched)
