@@ -186,7 +186,7 @@ class LambdaAdapter:
         accepted its copy); the rest go to the handler."""
         if not records:
             return records
-        screened = screen(records, how, wall_now=self._wall_clock())
+        screened = screen(records, how, wall_now=self._wall_clock(), queue=queue.name)
         if screened.doomed:
             batch, closing = close_screened(screened.doomed, queue, wall_now=self._wall_clock())
             settled = sqs.run(settle_for_lambda(closing, batch, self._limits))

@@ -322,7 +322,9 @@ def receive(
         counts["postponed"] = postponed.sent
     if screening is None or (received.plain and screening.screen.idle):
         return Received(received.deliveries, counts)  # nothing here can be screened out
-    screened = screen(received.deliveries, screening.screen, wall_now=wall_clock())
+    screened = screen(
+        received.deliveries, screening.screen, wall_now=wall_clock(), queue=screening.context.name
+    )
     if not screened.doomed:
         return Received(screened.live, counts)
     batch, closing = close_screened(screened.doomed, screening.context, wall_now=wall_clock())

@@ -8,6 +8,15 @@ their history entry records the failed deliveries before this one. Messages rece
 they are due (delay hops) are postponed before any screening, so a retry or delay that ends
 past the deadline dead-letters the message when it comes due, not before.
 
+A message is never screened twice for a death it already died: while it sits in the queue it
+was dead-lettered to (sqsbatch dead-lettered it after its last redrive, and this is not the
+queue it died on: its DLQ, a parking queue), it is not screened for expiry at all (expiry
+dead-letters, and it already is), and its body is not validated again when an invalid body is
+what it died of (the handler gets the raw body). It reaches the handler, `message.deaths`
+telling why it died, instead of being deleted by a consumer reading its DLQ (a DLQ has no DLQ
+of its own). Redriven back to its source (or moved back by SQS's move task), it is screened
+again as any message is.
+
 `screen` sorts a receive's deliveries; `close_screened` turns the doomed ones into a `Closing`
 that the same settle flows as a handled batch execute (`flows.settle`, `flows.settle_for_lambda`).
 """
@@ -23,11 +32,20 @@ from pydantic import TypeAdapter, ValidationError
 from sqsbatch._core.closing import Closing, plan_closing
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.ledger import Action, ActionKind, LastFailure
-from sqsbatch.envelope import EXPIRED, INVALID_BODY, ErrorInfo
+from sqsbatch.envelope import EXPIRED, INVALID_BODY, Death, Envelope, ErrorInfo
 from sqsbatch.errors import ConfigError
 from sqsbatch.message import MessageBatch, _Delivery
 
-__all__ = ["BodyModel", "Doomed", "Screen", "Screened", "close_screened", "deadline", "screen"]
+__all__ = [
+    "BodyModel",
+    "Doomed",
+    "Screen",
+    "Screened",
+    "close_screened",
+    "deadline",
+    "resting_death",
+    "screen",
+]
 
 MAX_ERROR_CHARS = 300
 """How much of the first validation error a history entry keeps."""
@@ -91,15 +109,31 @@ class Screened:
     doomed: list[Doomed] = field(default_factory=list)
 
 
-def screen(deliveries: Sequence[_Delivery], how: Screen, *, wall_now: float) -> Screened:
-    """Sort deliveries into those for the handler (bodies validated) and those to dead-letter."""
+def resting_death(envelope: Envelope, queue: str) -> Death | None:
+    """The death a message on `queue` died and now rests from there: its last one, when sqsbatch
+    dead-lettered it after its last redrive and `queue` (a name) is not the queue it died on.
+    None for a live message: never dead-lettered, redriven back since, moved back to the queue
+    it died on (SQS's move task keeps the attribute), or moved by SQS's RedrivePolicy alone."""
+    if not envelope.deaths or envelope.dead_count <= envelope.redrives:
+        return None
+    last = envelope.deaths[-1]
+    return None if last.queue == queue else last
+
+
+def screen(
+    deliveries: Sequence[_Delivery], how: Screen, *, wall_now: float, queue: str
+) -> Screened:
+    """Sort deliveries on `queue` (its name) into those for the handler (bodies validated) and
+    those to dead-letter; never for the death a message already died (`resting_death`)."""
     found = Screened([])
     for delivery in deliveries:
-        due = deadline(delivery, how.max_message_age)
-        if due is not None and due <= wall_now:
-            found.doomed.append(Doomed(delivery, EXPIRED))
-            continue
-        if how.body_model is not None:
+        died = resting_death(delivery.envelope, queue)
+        if died is None:
+            due = deadline(delivery, how.max_message_age)
+            if due is not None and due <= wall_now:
+                found.doomed.append(Doomed(delivery, EXPIRED))
+                continue
+        if how.body_model is not None and (died is None or died.reason != INVALID_BODY):
             try:
                 delivery.validated(how.body_model.validate(delivery))
             except ValidationError as exc:

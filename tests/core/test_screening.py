@@ -15,7 +15,7 @@ from sqsbatch._core.context import QueueContext
 from sqsbatch._core.flows import ReceiveErrors, Screening, receive
 from sqsbatch._core.ledger import ActionKind, LastFailure
 from sqsbatch._core.screening import BodyModel, Screen, close_screened, deadline, screen
-from sqsbatch.envelope import ATTRIBUTE, Envelope, decode
+from sqsbatch.envelope import ATTRIBUTE, Death, Envelope, decode
 from sqsbatch.errors import ConfigError
 from sqsbatch.message import _Delivery
 from tests.core.test_flows import DLQ, URL, WALL, ScriptedSqs, drive
@@ -58,13 +58,62 @@ def test_the_deadline_is_the_earlier_of_ttl_and_max_message_age(
 
 @pytest.mark.parametrize(("now", "expired"), [(SENT + 59.9, False), (SENT + 60, True)])
 def test_a_message_is_expired_from_its_deadline_on(now: float, expired: bool) -> None:
-    screened = screen([delivery(content_type="json", expires_at=SENT + 60)], Screen(), wall_now=now)
+    screened = screen(
+        [delivery(content_type="json", expires_at=SENT + 60)],
+        Screen(),
+        wall_now=now,
+        queue="orders",
+    )
     assert [d.reason for d in screened.doomed] == (["expired"] if expired else [])
     assert len(screened.live) == (0 if expired else 1)
 
 
 class Order(BaseModel):
     id: int
+
+
+def died(reason: str, *, redrives: int = 0, on: str = "orders") -> dict[str, Any]:
+    """The envelope fields of a message sqsbatch dead-lettered once, on `on`, for `reason`."""
+    death = Death(reason=reason, queue=on, attempts=0, at=SENT + 1)
+    return {"deaths": (death,), "dead_count": 1, "redrives": redrives}
+
+
+VALID, INVALID = '{"id":1}', '{"id":"x"}'
+
+
+@pytest.mark.parametrize(
+    ("body", "history", "queue", "expected"),
+    [
+        # never dead-lettered: screened as always
+        (VALID, {}, "orders-dlq", "expired"),
+        (INVALID, {}, "orders-dlq", "expired"),  # expiry is screened first
+        # resting in the queue it was dead-lettered to: not screened for the death it died,
+        # nor for expiry at all (expiry dead-letters, and it already is)
+        (VALID, died("expired"), "orders-dlq", None),
+        (INVALID, died("invalid_body"), "orders-dlq", None),
+        (VALID, died("retries_exhausted"), "orders-dlq", None),
+        (VALID, died("tenant gone"), "orders-parking", None),
+        # a new death is a new death: a body the DLQ's consumer cannot validate
+        (INVALID, died("expired"), "orders-dlq", "invalid_body"),
+        (INVALID, died("retries_exhausted"), "orders-dlq", "invalid_body"),
+        # back at its source: redriven (one more redrive), or moved back as it was
+        (VALID, died("expired", redrives=1), "orders", "expired"),
+        (VALID, died("expired"), "orders", "expired"),
+        (INVALID, died("invalid_body", redrives=1), "orders", "expired"),
+    ],
+)
+def test_a_message_is_never_screened_again_for_the_death_it_died(
+    body: str, history: dict[str, Any], queue: str, expected: str | None
+) -> None:
+    # Given a message past its producer's deadline and its consumer's max_message_age
+    found = delivery(0, body, content_type="json", expires_at=SENT + 5, **history)
+    how = Screen(max_message_age=10, body_model=BodyModel(Order))
+    # When a consumer of `queue` screens it
+    screened = screen([found], how, wall_now=SENT + 60, queue=queue)
+    # Then it dies again only for a death it has not died where it rests
+    assert [d.reason for d in screened.doomed] == ([expected] if expected else [])
+    if expected is None:
+        assert [d.deaths for d in screened.live] == [history["deaths"]]
 
 
 @dataclass
@@ -87,7 +136,7 @@ def test_a_valid_body_reaches_the_handler_validated(
     model: Any, body: str, content_type: str | None, expected: Any
 ) -> None:
     found = delivery(0, body, content_type=content_type) if content_type else delivery(0, body)
-    screened = screen([found], Screen(body_model=BodyModel(model)), wall_now=SENT)
+    screened = screen([found], Screen(body_model=BodyModel(model)), wall_now=SENT, queue="orders")
     assert [d.body for d in screened.live] == [expected]
     assert found.decoded.raw_body == body  # a re-sent copy keeps the body as it came
 
@@ -103,7 +152,7 @@ def test_a_valid_body_reaches_the_handler_validated(
 )
 def test_an_invalid_body_is_doomed_with_its_first_error(model: Any, body: str, error: str) -> None:
     found = delivery(0, body) if body == "not json" else delivery(0, body, content_type="json")
-    screened = screen([found], Screen(body_model=BodyModel(model)), wall_now=WALL)
+    screened = screen([found], Screen(body_model=BodyModel(model)), wall_now=WALL, queue="orders")
     [doomed] = screened.doomed
     assert doomed.reason == "invalid_body" and screened.live == []
     assert doomed.error is not None and doomed.error.type == "ValidationError"
@@ -134,7 +183,9 @@ def context(last_failure: LastFailure = LastFailure.DEAD_LETTER) -> QueueContext
 def test_doomed_messages_go_where_the_queue_sends_its_dead(
     last_failure: LastFailure, kind: ActionKind, delay: int
 ) -> None:
-    doomed = screen([delivery()], Screen(max_message_age=60), wall_now=SENT + 61).doomed
+    doomed = screen(
+        [delivery()], Screen(max_message_age=60), wall_now=SENT + 61, queue="orders"
+    ).doomed
     _, closing = close_screened(doomed, context(last_failure), wall_now=WALL)
     assert closing.kinds == [kind] and closing.reasons == {0: "expired"}
     if kind is ActionKind.LEAVE:
