@@ -9,7 +9,7 @@ SQS says `redact`ed (`sqsbatch._core.shapes`). The doors (`sqsbatch._sync.door`,
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -34,6 +34,7 @@ __all__ = [
     "LONG_POLL_SECONDS",
     "MARGIN_SECONDS",
     "client_config",
+    "no_retries_once",
     "receives_fail_fast",
     "sqs_errors",
     "translate",
@@ -99,6 +100,19 @@ def receives_fail_fast(client: Any) -> Any:
 def _receive_gives_up(caught_exception: BaseException | None = None, **_: Any) -> None:
     if isinstance(caught_exception, ReadTimeoutError):
         raise caught_exception
+
+
+def no_retries_once(client: Any, when: Callable[[], bool], *, key: str) -> Any:
+    """`client`, with botocore's own retries of a call that failed (a timeout, a connection
+    that could not be made) turned off once `when()` is true: a poller whose watchdog fired
+    gives each call one attempt. `key` registers the hook once per caller."""
+
+    def gives_up(caught_exception: BaseException | None = None, **_: Any) -> None:
+        if caught_exception is not None and when():
+            raise caught_exception
+
+    client.meta.events.register_first("needs-retry.sqs", gives_up, unique_id=key)
+    return client
 
 
 def translate(exc: BaseException, *, queue: str | None = None) -> SqsBatchError:

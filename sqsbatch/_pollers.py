@@ -221,4 +221,5 @@ class Poller:
             message = self._liveness.stall_message(self.queue, pulse.stalled_for)
             log.error("%s", message)
             self._fatal = SqsBatchError(message)
+            self._sqs.give_up()  # what is in flight gets one attempt, then the process exits
             self.stop()

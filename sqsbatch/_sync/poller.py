@@ -155,6 +155,7 @@ class Consumer(Poller):
             "margin_seconds": self.config.read_timeout_margin,
         }
         with opened(self._sqs, connections_for(self.config), **timeouts):
+            self._sqs.hook()  # the watchdog can turn botocore's retries off
             self._context = self._start()
             try:
                 with Slots(self.config.max_concurrency, self._clock) as slots:

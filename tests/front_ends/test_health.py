@@ -305,3 +305,35 @@ def test_the_watchdog_lets_the_batch_in_flight_finish_and_settle_before_it_raise
     attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
     assert attributes["ApproximateNumberOfMessages"] == "0"
     assert attributes["ApproximateNumberOfMessagesNotVisible"] == "0"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_delete_caught_by_a_silent_endpoint_gets_one_attempt_once_the_watchdog_fires(
+    kind: str, sqs: Any, name: str, proxy: SilentProxy
+) -> None:
+    # Given one slot whose handler is held until the endpoint has gone silent
+    url = sqs.create_queue(QueueName=name)["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody="caught")
+    started, release = threading.Event(), threading.Event()
+
+    def held(batch: MessageBatch) -> None:
+        started.set()
+        release.wait(GUARD_SECONDS)
+
+    consumer, runner = start(kind, name, held, config={"visibility_timeout": 5})
+    wait_for(started.is_set, "the handler runs")
+    # When the endpoint stops answering and the handler returns: its delete meets the silence
+    proxy.silence()
+    release.set()
+    # Then the watchdog ends run(): botocore's retries and the rounds of entry retries stop
+    wait_for(runner.ended, "the watchdog stops the poller")
+    assert isinstance(runner.error, SqsBatchError) and "stalled" in str(runner.error)
+    assert consumer.requests_by_operation["delete_message_batch"] == 1  # no second round
+    assert consumer.stats.as_dict()["acked"] == 0
+    # and the message, not deleted, comes back after its visibility timeout
+    wait_for(lambda: depth(sqs, url) == 1, "the message visible again")
+
+
+def depth(sqs: Any, url: str) -> int:
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    return int(attributes["ApproximateNumberOfMessages"])
