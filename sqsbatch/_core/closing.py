@@ -1,8 +1,9 @@
 """Closing a batch: how its handler ended, what each message becomes, what to count and log.
 
 `close_batch` seals the ledger and turns the handler's calls and outcome into actions
-(`ledger.actions_for`) and entries (`entries.settle_entries`); `tally`, `refusals` and `drops`
-read what SQS accepted, entry by entry, once the settle flow has run. No I/O.
+(`ledger.actions_for`) and entries (`entries.settle_entries`); `tally` and `refusals` read
+what SQS accepted, entry by entry, once the settle flow has run (`notices` says what the
+operator hears of its dead letters). No I/O.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from dataclasses import dataclass, field
 from sqsbatch._core.calls import BatchRun
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.entries import TwoPhase, settle_entries
-from sqsbatch._core.ledger import Action, ActionKind, Outcome, actions_for
+from sqsbatch._core.ledger import Action, ActionKind, Outcome, acks_out_of_order, actions_for
 from sqsbatch._core.metrics import reason_key
+from sqsbatch._core.shapes import queue_name
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.envelope import RETRIES_EXHAUSTED
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
@@ -30,7 +32,6 @@ __all__ = [
     "SettleTimes",
     "acked_tally",
     "close_batch",
-    "drops",
     "failure_of",
     "handler_end",
     "plan_closing",
@@ -106,6 +107,13 @@ class Closing:
     """Why each message dead-lettered, dropped or left to the RedrivePolicy was, by index."""
     queue_url: str = ""
     """The queue the batch came from (what a bulk ack's deletes need)."""
+    dead_letter_queue: str | None = None
+    """Where its dead letters go (a name), for the line that says so."""
+    before_handler: bool = False
+    """Screened out before any handler saw them (`screening.close_screened`)."""
+    out_of_order: list[int] = field(default_factory=list)
+    """FIFO: the messages acked by the handler after an earlier one of their group was retried
+    (`ledger.acks_out_of_order`): their acks hold, and a line warns of it."""
 
 
 def close_batch(
@@ -134,9 +142,10 @@ def close_batch(
     if ledger.all_acked(outcome):  # the common case, in bulk
         kinds = [ActionKind.DELETE] * size
         return Closing(TwoPhase([], [], {}), kinds, fifo, bulk_ack=True, queue_url=context.url)
+    settled, decisions = batch._settled(), ledger.decisions(outcome)
     actions = actions_for(
-        batch._settled(),
-        ledger.decisions(outcome),
+        settled,
+        decisions,
         max_retries=config.max_retries,
         retry_delay=config.retry_delay,
         last_failure=context.last_failure,
@@ -147,7 +156,10 @@ def close_batch(
         limits=limits,
         with_acks=fifo or not acks_free,
     )
-    return plan_closing(batch, actions, context, wall_now=wall_now)
+    closing = plan_closing(batch, actions, context, wall_now=wall_now)
+    if fifo:
+        closing.out_of_order = acks_out_of_order(settled, decisions)
+    return closing
 
 
 OVERLAP_ROUND_TRIP_SECONDS = 0.004
@@ -227,7 +239,8 @@ def plan_closing(
         kinds[action.index] = action.kind
         if action.kind in _DEATHS:
             reasons[action.index] = action.reason
-    return Closing(plan, kinds, context.fifo, reasons=reasons)
+    dlq = queue_name(context.dlq_url) if context.dlq_url is not None else None
+    return Closing(plan, kinds, context.fifo, reasons=reasons, dead_letter_queue=dlq)
 
 
 _DEATHS = (ActionKind.DEAD_LETTER, ActionKind.DROP, ActionKind.LEAVE)
@@ -268,31 +281,6 @@ def refusals(
     return found + [
         (logging.ERROR, f"left for the RedrivePolicy: {why}") for why in (refused or {}).values()
     ]
-
-
-_LAST_FAILURE_LOG = {
-    ActionKind.DROP: "deleted, the queue has no RedrivePolicy and no dead_letter_queue",
-    ActionKind.LEAVE: "left for the queue's RedrivePolicy, no dead-letter queue is known",
-}
-
-
-def drops(batch: MessageBatch, plan: Closing) -> list[str]:
-    """A log line per message whose last delivery failed and that was deleted (the queue has no
-    RedrivePolicy, no DLQ is configured) or left to the queue's RedrivePolicy."""
-    messages = batch.messages
-    return [
-        f"message {messages[index].id} of {batch.queue} "
-        f"{_why(plan.reasons.get(index, RETRIES_EXHAUSTED), messages[index].attempts)}: "
-        f"{_LAST_FAILURE_LOG[kind]}"
-        for index, kind in enumerate(plan.kinds)
-        if kind is ActionKind.DROP or kind is ActionKind.LEAVE  # no hash of each kind
-    ]
-
-
-def _why(reason: str, attempts: int) -> str:
-    if reason == RETRIES_EXHAUSTED:
-        return f"failed its last delivery (attempt {attempts})"
-    return f"was dead-lettered ({reason[:200]!r}, attempt {attempts})"
 
 
 def tally(plan: Closing, first: BatchRun, second: BatchRun) -> dict[str, int]:

@@ -27,11 +27,12 @@ from typing import Any, TypeVar
 
 from sqsbatch._core.backoff import Uniform, pause_seconds
 from sqsbatch._core.calls import BatchRun, Call, accepted_whole
-from sqsbatch._core.closing import Closing, acked_tally, drops, refusals, sent_keys, tally
+from sqsbatch._core.closing import Closing, acked_tally, refusals, sent_keys, tally
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.entries import TwoPhase, delete_entries
 from sqsbatch._core.heartbeat import extended, heartbeat_entries
 from sqsbatch._core.lambda_report import report
+from sqsbatch._core.notices import notices
 from sqsbatch._core.queue_settings import (
     QueueSettings,
     lookup_refusal,
@@ -191,7 +192,7 @@ def settle_for_lambda(
 def _lines(closing: Closing, batch: MessageBatch, first: BatchRun, second: BatchRun) -> list[Line]:
     found = refusals(first, second, refused=closing.entries.refused, batch=batch)
     where = [(level, f"settling on {batch.queue}: {text}") for level, text in found]
-    return where + [(logging.WARNING, line) for line in drops(batch, closing)]
+    return where + notices(closing, batch, first, second)
 
 
 @dataclass(frozen=True)
@@ -348,15 +349,13 @@ def doomed_counts(settled: Settled) -> dict[str, int]:
 
 
 def doomed_line(batch: MessageBatch, closing: Closing, settled: Settled) -> Line:
-    """One line for the messages a receive dead-lettered before their handler."""
-    reasons = [
-        f"{message.id} ({closing.reasons.get(index, '?')})"
-        for index, message in enumerate(batch.messages)
-    ]
-    problems = [text for _, text in settled.lines]
-    level = max([logging.INFO, *(level for level, _ in settled.lines)])
-    text = f"dead-lettered before the handler on {batch.queue}: {', '.join(reasons)}"
-    return level, "; ".join([text, *problems])
+    """One line for the messages a receive dead-lettered before their handler: a WARNING (an
+    ERROR when SQS refused some of it) with each reason and the first ids (`notices`)."""
+    level = max([logging.WARNING, *(level for level, _ in settled.lines)])
+    texts = [text for _, text in settled.lines]
+    if not texts:  # nothing settled, nothing refused: cannot happen, but say what was meant
+        texts = [f"{batch.queue}: {len(batch.messages)} to dead-letter before the handler"]
+    return level, "; ".join(texts)
 
 
 def read_settings(

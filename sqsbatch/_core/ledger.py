@@ -27,6 +27,7 @@ __all__ = [
     "Outcome",
     "Settled",
     "Verdict",
+    "acks_out_of_order",
     "actions_for",
     "visibility_allowed",
 ]
@@ -250,3 +251,21 @@ def _hold_group_order(messages: Sequence[Settled], decisions: Sequence[Decision]
         elif decision.verdict is Verdict.RETRY and group not in retried_groups:
             retried_groups[group] = decision
     return held
+
+
+def acks_out_of_order(messages: Sequence[Settled], decisions: Sequence[Decision]) -> list[int]:
+    """FIFO: the messages the handler acked itself after an earlier message of their group was
+    retried (explicitly, or by the handler's failure). Their acks hold (SPEC: explicit acks hold
+    either way; the handler did their work, so a retry would run it twice, not in order): the
+    caller warns that the group was handled out of order."""
+    retried: set[str] = set()
+    found = []
+    for index, message in enumerate(messages):
+        group, decision = message.group_id, decisions[index]
+        if group is None:
+            continue
+        if decision.verdict is Verdict.RETRY:
+            retried.add(group)
+        elif decision.verdict is Verdict.ACK and decision.explicit and group in retried:
+            found.append(index)
+    return found

@@ -136,7 +136,7 @@ def _no_policy(name: str, config: ConsumerConfig) -> QueueSettings:
             f"queue {name} has no RedrivePolicy and no dead_letter_queue is set: a message whose "
             f"delivery {config.max_receive_count} fails is deleted (logged with its id)"
         )
-        return QueueSettings(config, LastFailure.DROP, ((logging.INFO, note),))
+        return QueueSettings(config, LastFailure.DROP, ((logging.WARNING, note),))
     note = (
         f"queue {name} has no RedrivePolicy: a consumer that crashes on a message before it can "
         f"settle would see it forever; create_queue({name!r}, dead_letter_queue={dlq!r}, "

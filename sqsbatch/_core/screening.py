@@ -171,4 +171,6 @@ def close_screened(
         Action(i, kind, hide, error=d.error, reason=d.reason, costs_attempt=False)
         for i, d in enumerate(doomed)
     ]
-    return batch, plan_closing(batch, actions, context, wall_now=wall_now)
+    closing = plan_closing(batch, actions, context, wall_now=wall_now)
+    closing.before_handler = True
+    return batch, closing

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from sqsbatch._core.closing import Closing, drops
+from sqsbatch._core.closing import Closing
 from sqsbatch._core.entries import TwoPhase, dead_envelope
 from sqsbatch._core.flows import settle, settle_for_lambda
 from sqsbatch._core.ledger import (
@@ -27,6 +27,7 @@ from sqsbatch._core.ledger import (
     Verdict,
     actions_for,
 )
+from sqsbatch._core.notices import dead_letter_line
 from sqsbatch.envelope import ATTRIBUTE, MAX_DEATHS, Death, Envelope, ErrorInfo, decode
 from sqsbatch.errors import MessageError
 from tests.core.test_flows import (
@@ -271,7 +272,7 @@ def test_lambda_leaves_a_record_out_only_when_sqs_accepted_its_copy(
 def test_without_a_dlq_a_requested_dead_letter_is_deleted_and_logged_with_its_reason() -> None:
     batch = batch_of(3)
     closing = Closing(TwoPhase([], [], {}), [ActionKind.DROP], reasons={0: "tenant gone"})
-    assert drops(batch, closing) == [
-        "message m0 of orders was dead-lettered ('tenant gone', attempt 3): deleted, the queue "
-        "has no RedrivePolicy and no dead_letter_queue"
-    ]
+    assert dead_letter_line(batch, closing, [0]) == (
+        "orders: 1 message deleted (the queue has no RedrivePolicy and no dead_letter_queue): "
+        "requested 'tenant gone' (m0)"
+    )

@@ -207,8 +207,10 @@ def test_settle_sends_and_hides_first_then_deletes_the_acked_and_the_copied() ->
         ("send_message_batch", "orders", ["m3"]),
         ("delete_message_batch", "orders", ["m0", "m2", "m3"]),
     ]
+    dead = "orders: 1 message dead-lettered to orders-dlq: retries_exhausted (m2)"
     assert result == Settled(
-        counts(acked=1, retried=2, dead_lettered=1, reasons={"retries_exhausted": 1}), []
+        counts(acked=1, retried=2, dead_lettered=1, reasons={"retries_exhausted": 1}),
+        [(logging.WARNING, dead)],
     )
     assert sleeps == []
     # And the entries say what each became
@@ -259,8 +261,10 @@ def test_a_copy_failed_by_sqs_is_sent_again_after_a_pause_then_deleted() -> None
     ]
     assert client.asked()[-1] == ("delete_message_batch", "orders", ["m0", "m2", "m3"])
     assert sleeps == [0.1]
+    dead = "orders: 1 message dead-lettered to orders-dlq: retries_exhausted (m2)"
     assert result == Settled(
-        counts(acked=1, retried=2, dead_lettered=1, reasons={"retries_exhausted": 1}), []
+        counts(acked=1, retried=2, dead_lettered=1, reasons={"retries_exhausted": 1}),
+        [(logging.WARNING, dead)],
     )
 
 
@@ -386,8 +390,8 @@ def test_drops_and_messages_left_to_the_redrive_policy_are_logged_by_id() -> Non
     assert result.lines == [
         (
             logging.WARNING,
-            "message m1 of orders failed its last delivery (attempt 4): deleted, the queue has "
-            "no RedrivePolicy and no dead_letter_queue",
+            "orders: 1 message deleted (the queue has no RedrivePolicy and no "
+            "dead_letter_queue): retries_exhausted (m1)",
         )
     ]
 

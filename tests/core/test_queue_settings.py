@@ -81,7 +81,7 @@ def test_an_explicit_dlq_given_as_a_url_matches_the_policy_by_name() -> None:
 def test_no_policy_and_no_dlq_deletes_on_the_last_failure_as_cloudflare_does() -> None:
     settings = resolve_settings("q", ConsumerConfig(), {})
     assert settings.last_failure is LastFailure.DROP
-    (line,) = notes(settings, logging.INFO)
+    (line,) = notes(settings, logging.WARNING)  # failures are deleted: worth a warning
     assert "no RedrivePolicy and no dead_letter_queue" in line
 
 

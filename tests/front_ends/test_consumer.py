@@ -404,6 +404,6 @@ def test_a_drop_without_dlq_is_logged(sqs: Any, name: str, caplog: Any) -> None:
     with caplog.at_level(logging.WARNING, logger="sqsbatch"):
         consumer.run_until_idle(0.5)
     assert consumer.stats.dropped == 1 and depth(sqs, name) == 0
-    (line,) = [r for r in caplog.records if "failed its last delivery" in r.getMessage()]
+    (line,) = [r for r in caplog.records if "retries_exhausted" in r.getMessage()]
     assert line.levelno == logging.WARNING
-    assert re.search(r"message \S+ of .* deleted, the queue has no RedrivePolicy", line.message)
+    assert re.search(r"1 message deleted \(the queue has no RedrivePolicy.*\(\S+\)$", line.message)
