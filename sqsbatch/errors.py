@@ -5,6 +5,7 @@
     ├── MessageError (ValueError)      a body or send request refused before any call
     │   └── FifoError                  a request that SQS FIFO queues forbid (delays, no group id)
     ├── EventError (ValueError)        a Lambda event that is not one SQS batch of one queue
+    ├── AwaitableReturned (TypeError)  a sync handler returned an awaitable that nothing ran
     └── SqsError                       SQS said no (translated from botocore at one boundary)
         ├── QueueNotFound              the queue (or its DLQ) does not exist
         ├── CredentialsError           no AWS credentials could be found
@@ -19,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
+    "AwaitableReturned",
     "ConfigError",
     "CredentialsError",
     "EventError",
@@ -49,6 +51,21 @@ class FifoError(MessageError):
 
 class EventError(SqsBatchError, ValueError):
     """A Lambda event that is not a batch of SQS records from one queue."""
+
+
+class AwaitableReturned(SqsBatchError, TypeError):
+    """A handler called without an event loop (`Consumer`, a sync handler in `run_handler`)
+    returned an awaitable: it never ran, so the batch failed. `awaitable` is it, where a front
+    end with a loop is to await it (else None: it was closed)."""
+
+    def __init__(self, returned: object, *, kept: bool = False) -> None:
+        kind = type(returned).__name__
+        what = "a coroutine" if kind == "coroutine" else f"an awaitable ({kind})"
+        super().__init__(
+            f"the handler returned {what} that nothing awaits: run it with AsyncConsumer "
+            "(sqsbatch consume --async) or lambda_handler, or make it def"
+        )
+        self.awaitable = returned if kept else None
 
 
 class SqsError(SqsBatchError):

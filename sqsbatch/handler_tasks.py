@@ -14,14 +14,17 @@ from __future__ import annotations
 import _thread
 import asyncio
 import contextvars
+import inspect
 import logging
 import os
 import queue
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
+from sqsbatch._core.handlers import not_awaited
 from sqsbatch._cpu import near_caller, widen
+from sqsbatch.errors import AwaitableReturned
 
 __all__ = [
     "CANCEL_GRACE_SECONDS",
@@ -29,11 +32,12 @@ __all__ = [
     "HandlerThread",
     "Workers",
     "abandon",
-    "awaited",
+    "called",
     "cancel_handler",
     "handler_failure",
     "run_async_handler",
     "run_in_thread",
+    "run_returned",
 ]
 
 log = logging.getLogger("sqsbatch")
@@ -78,11 +82,35 @@ def handler_failure(task: asyncio.Task[object]) -> BaseException | None:
     """What a finished handler task raised (a cancellation by someone else counts)."""
     if task.cancelled():  # by someone else than the timeout: the batch did not complete
         return asyncio.CancelledError("the handler was cancelled")
-    return task.exception()
+    error = task.exception()
+    if error is None and isinstance(raised := task.result(), _Raised):
+        return raised.error
+    return error
 
 
-async def awaited(awaitable: Awaitable[object]) -> object:
-    return await awaitable
+class _Raised:
+    """What a handler raised that asyncio would not keep in its task (`called`)."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+async def called(handler: Callable[[Any], object], batch: object) -> object:
+    """A handler's call as a task runs it: called in the task, and what it returned awaited when
+    awaitable (an `async def`, or a sync wrapper returning its coroutine). What it raised, even
+    `KeyboardInterrupt` or `SystemExit` (which asyncio would raise out of the event loop), is
+    its failure, as on threads (`handler_failure` reads it); a cancellation stays one."""
+    try:
+        returned = handler(batch)
+        if inspect.isawaitable(returned):
+            return await returned
+        return returned
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:  # the batch fails; the loop goes on, as the sync poller's
+        return _Raised(exc)
 
 
 class HandlerThread:
@@ -99,7 +127,12 @@ class HandlerThread:
     """
 
     def __init__(
-        self, handler: Callable[[Any], object], batch: object, *, near: bool = False
+        self,
+        handler: Callable[[Any], object],
+        batch: object,
+        *,
+        near: bool = False,
+        keep_awaitable: bool = False,
     ) -> None:
         self.done = Done()
         self._failure: list[BaseException] = []
@@ -111,7 +144,12 @@ class HandlerThread:
             if had is not None:
                 widen(had)
             try:
-                context.run(handler, batch)
+                returned = context.run(handler, batch)
+                if returned is not None and inspect.isawaitable(returned):  # no loop runs it
+                    if keep_awaitable:
+                        self._failure.append(AwaitableReturned(returned, kept=True))
+                    else:
+                        self._failure.append(not_awaited(returned))
             except BaseException as exc:  # any failure, SystemExit too, fails the batch
                 self._failure.append(exc)
             finally:
@@ -221,26 +259,49 @@ os.register_at_fork(after_in_child=_forget_idle)
 
 
 def run_in_thread(
-    handler: Callable[[Any], object], batch: object, budget: float, *, near: bool = False
+    handler: Callable[[Any], object],
+    batch: object,
+    budget: float,
+    *,
+    near: bool = False,
+    keep_awaitable: bool = False,
 ) -> tuple[bool, BaseException | None]:
     """(timed out, raised) of a sync handler; past `budget` its thread is left running. `near`:
-    its thread starts on the caller's CPU (`sqsbatch._cpu`)."""
-    thread = HandlerThread(handler, batch, near=near)
+    its thread starts on the caller's CPU (`sqsbatch._cpu`). An awaitable it returned fails
+    the batch (`AwaitableReturned`), closed; with `keep_awaitable` it is kept on the error for
+    a caller with an event loop to await (`run_returned`)."""
+    thread = HandlerThread(handler, batch, near=near, keep_awaitable=keep_awaitable)
     if not thread.done.wait(budget):
         return True, None
     return False, thread.failure
 
 
 async def run_async_handler(
-    handler: Callable[[Any], Awaitable[object]],
+    handler: Callable[[Any], object],
     batch: Any,
     budget: float,
     abandoned: set[asyncio.Task[object]],
 ) -> tuple[bool, BaseException | None]:
-    """(timed out, raised) of an `async def` handler, cancelled past `budget`."""
-    task: asyncio.Task[object] = asyncio.ensure_future(handler(batch))
+    """(timed out, raised) of an `async def` handler (or a callable returning an awaitable),
+    cancelled past `budget`."""
+    task: asyncio.Task[object] = asyncio.ensure_future(called(handler, batch))
     done, _ = await asyncio.wait({task}, timeout=budget)
     if not done:
         await cancel_handler(task, batch.queue, abandoned)
         return True, None
     return False, handler_failure(task)
+
+
+async def run_returned(
+    ended: tuple[bool, BaseException | None],
+    batch: Any,
+    budget: float,
+    abandoned: set[asyncio.Task[object]],
+) -> tuple[bool, BaseException | None]:
+    """`ended` (of `run_in_thread(..., keep_awaitable=True)`), where an awaitable the sync
+    handler returned is awaited for what is left of its `budget`, as an `async def` would be."""
+    error = ended[1]
+    if not isinstance(error, AwaitableReturned) or error.awaitable is None:
+        return ended
+    returned = error.awaitable
+    return await run_async_handler(lambda _: returned, batch, max(0.0, budget), abandoned)

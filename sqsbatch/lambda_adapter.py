@@ -42,7 +42,8 @@ from sqsbatch._cpu import NEAR_FROM_MESSAGES
 from sqsbatch._sync.door import SyncSqs, default_client
 from sqsbatch._sync.flavour import BatchHandler
 from sqsbatch.config import ConsumerConfig
-from sqsbatch.handler_tasks import run_async_handler, run_in_thread
+from sqsbatch.errors import AwaitableReturned
+from sqsbatch.handler_tasks import run_async_handler, run_in_thread, run_returned
 from sqsbatch.lambda_event import BatchResponse, ParsedEvent, handler_budget, parse_event
 from sqsbatch.lambda_records import (
     Arrival,
@@ -238,12 +239,18 @@ class LambdaAdapter:
             timed_out, error = self._event_loop().run_until_complete(running)
         else:
             near = len(batch.messages) >= NEAR_FROM_MESSAGES  # where the records are cached
-            timed_out, error = run_in_thread(self.handler, batch, budget, near=near)
+            started = self._clock()
+            ended = run_in_thread(self.handler, batch, budget, near=near, keep_awaitable=True)
+            if isinstance(ended[1], AwaitableReturned):  # a coroutine: this loop awaits it
+                left = budget - (self._clock() - started)
+                running = run_returned(ended, batch, left, self._abandoned)
+                ended = self._event_loop().run_until_complete(running)
+            timed_out, error = ended
         end = handler_end(batch, config, timed_out=timed_out, error=error)
         if metrics is not None:
             metrics.add(end.counts)
         if end.log is not None:
-            log.log(end.log[0], "%s", end.log[1], exc_info=end.error)
+            log.log(end.log[0], "%s", end.log[1], exc_info=end.exc_info)
         return end.outcome, end.error
 
     # -- per execution environment ----------------------------------------------------------------

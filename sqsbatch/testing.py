@@ -20,6 +20,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any, Literal, cast
 
 from sqsbatch._async.flavour import AsyncBatchHandler
@@ -35,7 +36,7 @@ from sqsbatch.attributes import UserAttribute, encode_attributes
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.envelope import ContentType, Envelope, ErrorInfo, encode_body
 from sqsbatch.errors import MessageError, SqsBatchError
-from sqsbatch.handler_tasks import run_async_handler, run_in_thread
+from sqsbatch.handler_tasks import run_async_handler, run_in_thread, run_returned
 from sqsbatch.message import MessageBatch
 
 __all__ = ["HandlerResult", "MessageResult", "TestMessage", "run_handler", "run_handler_async"]
@@ -150,14 +151,19 @@ async def run_handler_async(
     config: ConsumerConfig | None = None,
     queue: str | None = None,
 ) -> HandlerResult:
-    """`run_handler` for a test already in an event loop (a sync handler runs in a thread)."""
+    """`run_handler` for a test already in an event loop (a sync handler runs in a thread; an
+    awaitable it returns is awaited here, as the Lambda adapter awaits it)."""
     run = _Run.start(handler, messages, config, queue)
     budget = run.config.handler_timeout
     if is_async_handler(handler):
         handler_ = cast(AsyncBatchHandler, handler)
         ended = await run_async_handler(handler_, run.batch, budget, _abandoned)
     else:
-        ended = await asyncio.to_thread(run_in_thread, handler, run.batch, budget)
+        started = time.monotonic()
+        thread = partial(run_in_thread, keep_awaitable=True)
+        ended = await asyncio.to_thread(thread, handler, run.batch, budget)
+        left = budget - (time.monotonic() - started)
+        ended = await run_returned(ended, run.batch, left, _abandoned)
     return run.finish(*ended)
 
 

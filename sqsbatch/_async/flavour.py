@@ -23,7 +23,7 @@ from sqsbatch._core.heartbeat import Watch
 from sqsbatch.handler_tasks import (
     CANCEL_GRACE_SECONDS,
     abandon,
-    awaited,
+    called,
     handler_failure,
 )
 from sqsbatch.lifecycle import graceful_loop_signals as graceful
@@ -251,7 +251,7 @@ class HandlerRun:
         """Run the handler until it ends, or until its deadline and grace are over."""
         loop = self._loop = asyncio.get_running_loop()
         self._ended = loop.create_future()
-        self._task: asyncio.Task[object] = loop.create_task(awaited(self._handler(self._batch)))
+        self._task: asyncio.Task[object] = loop.create_task(called(self._handler, self._batch))
         self._task.add_done_callback(self._end)
         self._arm(self._watch.wake_at(self._batch._deliveries))
         try:

@@ -21,6 +21,7 @@ from sqsbatch._core.metrics import reason_key
 from sqsbatch._core.shapes import queue_name
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.envelope import RETRIES_EXHAUSTED
+from sqsbatch.errors import AwaitableReturned
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import MessageBatch
 
@@ -51,6 +52,12 @@ class HandlerEnd:
     counts: dict[str, int]
     log: tuple[int, str] | None
 
+    @property
+    def exc_info(self) -> BaseException | None:
+        """What to log the line with: the error's traceback, but for an awaitable the handler
+        returned (its line says all there is)."""
+        return None if isinstance(self.error, AwaitableReturned) else self.error
+
 
 LOGGED_IDS = 5
 """How many message ids a failed batch's log line names."""
@@ -63,6 +70,9 @@ def handler_end(
     if timed_out:
         note = f"handler for {batch.queue} ran past {config.handler_timeout:g} s{_which(batch)}"
         return HandlerEnd(Outcome.TIMED_OUT, None, {"handler_timeouts": 1}, (logging.ERROR, note))
+    if isinstance(error, AwaitableReturned):
+        note = f"handler for {batch.queue}{_which(batch)}: {error}; the batch is retried"
+        return HandlerEnd(Outcome.RAISED, error, {"handler_errors": 1}, (logging.ERROR, note))
     if error is not None:
         note = f"handler for {batch.queue} raised {error!r}{_which(batch)}"
         return HandlerEnd(Outcome.RAISED, error, {"handler_errors": 1}, (logging.WARNING, note))

@@ -1,18 +1,54 @@
-"""What a handler must be: callable with the batch, of the flavour its front end runs."""
+"""What a handler must be: callable with the batch, of the flavour its front end runs.
+
+A sync callable that returns an awaitable (an `async def` under a plain decorator, whose wrapper
+returns the coroutine it did not await) is async in all but name: `is_async_handler` reads
+through `functools.wraps` (`inspect.unwrap`), and at call time `not_awaited` turns an awaitable
+that no event loop will run into the handler's failure, closing it, so nothing is counted done
+that never ran.
+"""
 
 from __future__ import annotations
 
 import inspect
 
-from sqsbatch.errors import ConfigError
+from sqsbatch.errors import AwaitableReturned, ConfigError
 
-__all__ = ["check_handler", "is_async_handler"]
+__all__ = ["check_handler", "is_async_handler", "not_awaited", "wrapped_async"]
 
 
 def is_async_handler(handler: object) -> bool:
-    """Whether calling `handler` gives an awaitable: an `async def` function or `__call__`."""
+    """Whether calling `handler` gives an awaitable: an `async def` function or `__call__`,
+    or a wrapper of one (`functools.wraps`)."""
+    return _is_coroutine_function(handler) or wrapped_async(handler)
+
+
+def wrapped_async(handler: object) -> bool:
+    """Whether `handler` is not `async def` itself but wraps one (`__wrapped__`, as
+    `functools.wraps` sets it): its wrapper most likely returns the coroutine."""
+    if _is_coroutine_function(handler):
+        return False
+    for target in (handler, getattr(handler, "__call__", None)):  # noqa: B004
+        try:
+            inner = inspect.unwrap(target) if target is not None else None  # type: ignore[arg-type]
+        except ValueError:  # a cycle of __wrapped__: nothing to read through
+            continue
+        if inner is not target and _is_coroutine_function(inner):
+            return True
+    return False
+
+
+def _is_coroutine_function(handler: object) -> bool:
     call = getattr(handler, "__call__", None)  # noqa: B004 - an async __call__ counts too
     return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(call)
+
+
+def not_awaited(returned: object) -> AwaitableReturned:
+    """The failure of a sync call that returned `returned`, an awaitable with no event loop to
+    run it: a coroutine is closed (it never ran; no "never awaited" warning)."""
+    close = getattr(returned, "close", None)
+    if inspect.iscoroutine(returned) and callable(close):
+        close()
+    return AwaitableReturned(returned)
 
 
 def check_handler(handler: object, *, is_async: bool | None = None) -> None:
@@ -35,5 +71,10 @@ def check_handler(handler: object, *, is_async: bool | None = None) -> None:
             ) from None
     if is_async is True and not is_async_handler(handler):
         raise ConfigError(f"handler {name} is not `async def`: use Consumer for sync handlers")
+    if is_async is False and wrapped_async(handler):
+        raise ConfigError(
+            f"handler {name} wraps an `async def` (its wrapper returns a coroutine that "
+            "Consumer cannot run): use AsyncConsumer (sqsbatch consume --async), or make it def"
+        )
     if is_async is False and is_async_handler(handler):
         raise ConfigError(f"handler {name} is `async def`: use AsyncConsumer (or lambda_handler)")

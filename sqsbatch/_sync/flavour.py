@@ -7,6 +7,7 @@ generated from the asyncio sources by unasync.
 from __future__ import annotations
 
 import contextvars
+import inspect
 import logging
 import threading
 import time
@@ -20,6 +21,7 @@ from sqsbatch._botocore import (
     client_config,
     receives_fail_fast,
 )
+from sqsbatch._core.handlers import not_awaited
 from sqsbatch._core.heartbeat import Watch
 from sqsbatch._sync.watcher import Watcher
 from sqsbatch.handler_tasks import Workers
@@ -293,7 +295,9 @@ class HandlerRun:
         ticket = watcher.arm(watch.wake_at(deliveries), due)
         del due
         try:
-            contextvars.copy_context().run(self._handler, batch)
+            returned = contextvars.copy_context().run(self._handler, batch)
+            if returned is not None and inspect.isawaitable(returned):  # no loop to run it
+                self._failure = not_awaited(returned)
         except BaseException as exc:  # any failure, SystemExit too, fails the batch
             self._failure = exc
         self._taken = not watcher.disarm(ticket)

@@ -159,15 +159,11 @@ class Consumer(Poller):
             self._context = self._start()
             try:
                 with Slots(self.config.max_concurrency, self._clock) as slots:
-                    while not self._stopping.is_set():
-                        self._changed.clear()
-                        count = self._next_receivers(idle_seconds)
-                        if count is None:
-                            break
-                        for _ in range(count):
-                            slots.start(self._serve, idle_seconds)
-                        self._changed.wait(WAKE_SECONDS)
-                        self._look()
+                    try:
+                        self._tend(slots, idle_seconds)
+                    except BaseException:  # cancelled, or interrupted: stop as stop() does
+                        self.stop()  # (else the slots would go on receiving, and Slots wait)
+                        raise
             finally:
                 self._stopping.unbind()
                 self._changed.unbind()
@@ -176,6 +172,18 @@ class Consumer(Poller):
         log.info("consumer of %s stopped: %s", self.queue, self.stats.as_dict())
         if self._fatal is not None:
             raise self._fatal
+
+    def _tend(self, slots: Slots, idle_seconds: float | None) -> None:
+        """Start receivers as they are wanted, until stopped (or idle)."""
+        while not self._stopping.is_set():
+            self._changed.clear()
+            count = self._next_receivers(idle_seconds)
+            if count is None:
+                break
+            for _ in range(count):
+                slots.start(self._serve, idle_seconds)
+            self._changed.wait(WAKE_SECONDS)
+            self._look()
 
     def _serve(self, idle_seconds: float | None) -> None:
         """One slot: receive a batch of its own, then hand it to the handler and settle it; again,
@@ -321,7 +329,7 @@ class Consumer(Poller):
                 end = handler_end(batch, self.config, timed_out=timed_out, error=error)
                 self._count(end.counts)
                 if end.log is not None:
-                    log.log(end.log[0], "%s", end.log[1], exc_info=end.error)
+                    log.log(end.log[0], "%s", end.log[1], exc_info=end.exc_info)
             finally:
                 self._forget(running)
             trace.ended(end.outcome, end.error)

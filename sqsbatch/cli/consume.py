@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import inspect
 import logging
 import os
 import sys
@@ -20,6 +19,7 @@ import typer
 from rich.table import Table
 
 from sqsbatch._botocore import receives_fail_fast
+from sqsbatch._core.handlers import is_async_handler, wrapped_async
 from sqsbatch._core.receiving import connections_for
 from sqsbatch.cli.common import CliError, Connection, connection, err, out, print_json
 from sqsbatch.cli.foreground import Foreground
@@ -277,9 +277,10 @@ def _given(**flags: object) -> dict[str, object]:
 
 
 def _check_kind(function: Any, spec: str, *, use_async: bool) -> None:
-    is_async = inspect.iscoroutinefunction(function)
+    is_async = is_async_handler(function)  # an `async def` under a decorator counts too
     if is_async and not use_async:
-        raise CliError(f"{spec} is `async def`: run it with --async")
+        wraps = " (under a decorator)" if wrapped_async(function) else ""
+        raise CliError(f"{spec} is `async def`{wraps}: run it with --async")
     if use_async and not is_async:
         raise CliError(f"{spec} is not `async def`: drop --async")
 
