@@ -104,6 +104,7 @@ class Poller:
         self._last_activity = 0.0
         self._receive_errors = ReceiveErrors()
         self._fatal: SqsBatchError | None = None
+        self._stall: SqsBatchError | None = None  # the watchdog's error, once it fired
         self._liveness = Liveness(self.stall_seconds, alive_at=clock())
         self._handlers: dict[int, float] = {}  # a running handler's batch -> when it started
         self._metrics: EmfMetrics | None = None
@@ -115,6 +116,11 @@ class Poller:
         if self.config.stall_seconds is not None:
             return self.config.stall_seconds
         return default_stall_seconds(self._limits.max_wait_seconds, self.config.visibility_timeout)
+
+    @property
+    def stalled(self) -> bool:
+        """Whether the last run was ended by the watchdog (`run()` raised its error)."""
+        return self._stall is not None and self._fatal is self._stall
 
     @property
     def requests(self) -> int:
@@ -220,6 +226,6 @@ class Poller:
         if pulse.stalled_for is not None:
             message = self._liveness.stall_message(self.queue, pulse.stalled_for)
             log.error("%s", message)
-            self._fatal = SqsBatchError(message)
+            self._fatal = self._stall = SqsBatchError(message)
             self._sqs.give_up()  # what is in flight gets one attempt, then the process exits
             self.stop()

@@ -28,6 +28,7 @@ from sqsbatch.errors import SqsBatchError
 __all__ = [
     "CONNECT_ATTEMPTS",
     "CONNECT_TIMEOUT_SECONDS",
+    "STDERR",
     "CliError",
     "Connection",
     "ask",
@@ -40,7 +41,9 @@ __all__ = [
     "print_json",
     "queue_attributes",
     "remember_options",
+    "say",
     "sqs_for",
+    "stderr_line",
     "user_errors",
     "wants_json",
 ]
@@ -77,6 +80,35 @@ CONNECT_ATTEMPTS = 2
 `_botocore.client_config`)."""
 
 _JSON = "sqsbatch.json"
+
+
+class _Stderr:
+    """How lines for people come out on stderr: `json` once a command logs as JSON
+    (`cli_logging`), so that a script reading stderr gets one JSON object per line."""
+
+    json = False
+
+
+STDERR = _Stderr()
+
+
+def stderr_line(text: str, level: str = "info") -> str:
+    """`text` as a line for stderr (newline included): as it is, or a JSON record shaped like
+    the JSON logs (`time`, `level`, `logger`, `message`)."""
+    if not STDERR.json:
+        return text + "\n"
+    now = datetime.now().astimezone().isoformat(timespec="milliseconds")
+    record = {"time": now, "level": level, "logger": "sqsbatch.cli", "message": text}
+    return json.dumps(record) + "\n"
+
+
+def say(text: str, level: str = "info") -> None:
+    """A note for people (a banner, what a stop waits for) on stderr: see `stderr_line`."""
+    if STDERR.json:
+        sys.stderr.write(stderr_line(text, level))
+        sys.stderr.flush()
+    else:
+        err.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
 class CliError(Exception):
@@ -150,6 +182,7 @@ def remember_options(ctx: typer.Context, where: Connection, *, as_json: bool) ->
     """Keep the app's global options for its commands (the app's callback calls this)."""
     ctx.obj = where
     ctx.meta[_JSON] = as_json
+    STDERR.json = False  # until the command's logging says otherwise
 
 
 def connection(ctx: typer.Context) -> Connection:
@@ -180,14 +213,17 @@ def queue_attributes(sqs: SyncSqs, queue: str, names: list[str] | None = None) -
 
 def fail(message: str, code: int = 1) -> typer.Exit:
     """Print `error: message` as one line on stderr; return the Exit to raise."""
+    if STDERR.json:
+        say(" ".join(message.split()), "error")
+        return typer.Exit(code)
     line = escape(" ".join(message.split()))
     err.print(f"[bold red]error:[/] {line}", markup=True, highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
 
 def print_json(data: Any) -> None:
-    """Plain JSON on stdout, for scripts."""
-    sys.stdout.write(json.dumps(data, indent=2, default=_jsonable) + "\n")
+    """Plain JSON on stdout, for scripts: one document, on one line."""
+    sys.stdout.write(json.dumps(data, default=_jsonable) + "\n")
     sys.stdout.flush()
 
 

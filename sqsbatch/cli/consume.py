@@ -21,7 +21,7 @@ from rich.table import Table
 from sqsbatch._botocore import receives_fail_fast
 from sqsbatch._core.handlers import is_async_handler, wrapped_async
 from sqsbatch._core.receiving import connections_for
-from sqsbatch.cli.common import CliError, Connection, connection, err, out, print_json
+from sqsbatch.cli.common import CliError, Connection, connection, err, out, print_json, say
 from sqsbatch.cli.foreground import Foreground
 from sqsbatch.cli.logs import (
     LogFormat,
@@ -32,6 +32,7 @@ from sqsbatch.cli.logs import (
     log_level,
 )
 from sqsbatch.config import ConsumerConfig
+from sqsbatch.errors import SqsBatchError
 from sqsbatch.lifecycle import Counters
 from sqsbatch.limits import SqsLimits
 
@@ -236,7 +237,11 @@ def consume(
             until_idle=idle_seconds if once else None,
             health_file=health_file,
         )
-        stats, requests = _run_async(ctx, run) if use_async else _run_sync(ctx, run)
+        try:
+            stats, requests = _run_async(ctx, run) if use_async else _run_sync(ctx, run)
+        except _Stalled as stalled:  # the stats still, then the watchdog's one line
+            _report(queue, stalled.stats, stalled.requests, as_json=as_json)
+            raise stalled.error from None
     _report(queue, stats, requests, as_json=as_json)
 
 
@@ -265,10 +270,14 @@ class _Run:
             live=err.is_terminal,
         )
 
-    def starting(self, kind: str = "") -> None:
+    def starting(self, stall_seconds: float, kind: str = "") -> None:
+        """The banner, with the watchdog's effective `stall_seconds` (a JSON record with
+        `--log-format json`)."""
         idle = " until idle" if self.until_idle is not None else ""
-        line = f"consuming {self.queue}{kind} with {_describe(self.config)}{idle}"
-        err.print(line, markup=False, soft_wrap=True)
+        described = _describe(self.config).replace(
+            "stall_seconds=None", f"stall_seconds={stall_seconds:g} (default)"
+        )
+        say(f"consuming {self.queue}{kind} with {described}{idle}")
 
 
 def _given(**flags: object) -> dict[str, object]:
@@ -303,11 +312,28 @@ def _run_sync(ctx: typer.Context, run: _Run) -> tuple[dict[str, int], int]:
         limits=run.limits,
         health_file=run.health_file,
     )
-    run.starting()  # only once the consumer is made: a bad handler or setting fails first
+    run.starting(consumer.stall_seconds)  # once the consumer is made: bad settings fail first
     idle = run.until_idle
     work = consumer.run if idle is None else (lambda: consumer.run_until_idle(idle))
-    run.foreground(work, consumer.stop, consumer.stats).run()
+    _drive(run.foreground(work, consumer.stop, consumer.stats), consumer)
     return consumer.stats.as_dict(), consumer.requests
+
+
+class _Stalled(Exception):
+    """The watchdog ended the run: the stats are printed, then its error line."""
+
+    def __init__(self, error: SqsBatchError, stats: dict[str, int], requests: int) -> None:
+        super().__init__(str(error))
+        self.error, self.stats, self.requests = error, stats, requests
+
+
+def _drive(foreground: Foreground, consumer: Any) -> None:
+    try:
+        foreground.run()
+    except SqsBatchError as exc:
+        if not consumer.stalled:
+            raise
+        raise _Stalled(exc, consumer.stats.as_dict(), consumer.requests) from None
 
 
 def _run_async(ctx: typer.Context, run: _Run) -> tuple[dict[str, int], int]:
@@ -317,13 +343,13 @@ def _run_async(ctx: typer.Context, run: _Run) -> tuple[dict[str, int], int]:
         consumer = AsyncConsumer(
             run.queue, run.function, run.config, limits=run.limits, health_file=run.health_file
         )
-        run.starting(" (async)")
+        run.starting(consumer.stall_seconds, " (async)")
         idle = run.until_idle
 
         def work() -> None:
             asyncio.run(consumer.run() if idle is None else consumer.run_until_idle(idle))
 
-        run.foreground(work, consumer.stop, consumer.stats).run()
+        _drive(run.foreground(work, consumer.stop, consumer.stats), consumer)
     return consumer.stats.as_dict(), consumer.requests
 
 

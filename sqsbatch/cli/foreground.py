@@ -25,7 +25,7 @@ from rich.live import Live
 from rich.panel import Panel
 from rich.table import Table
 
-from sqsbatch.cli.common import err
+from sqsbatch.cli.common import err, say, stderr_line
 from sqsbatch.lifecycle import graceful_signals
 
 __all__ = ["Foreground", "in_flight"]
@@ -89,7 +89,7 @@ class Foreground:
             if self._signal is not None:
                 self.stop()  # again: a stop asked before the poller started must not be lost
                 if not announced:
-                    err.print(self._stopping_line(self._signal), soft_wrap=True)
+                    say(self._stopping_line(self._signal))
                     announced = True
 
     def _stopping_line(self, sig: signal.Signals) -> str:
@@ -108,8 +108,9 @@ class Foreground:
         line = (
             f"{sig.name} again: stopped at once; {self._in_flight} message(s) "
             f"in flight were not settled: SQS delivers them again when their visibility "
-            f"timeout ends ({self.visibility_timeout} s after their receive or last heartbeat)\n"
+            f"timeout ends ({self.visibility_timeout} s after their receive or last heartbeat)"
         )
+        line = stderr_line(line, "warning")
         os.write(2, ((_SHOW_CURSOR + "\n" if self.live else "") + line).encode())
         os._exit(128 + sig)
 

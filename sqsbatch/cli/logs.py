@@ -29,7 +29,7 @@ from typing import Annotated, Any, TextIO
 
 import typer
 
-from sqsbatch.cli.common import err
+from sqsbatch.cli.common import STDERR, err
 from sqsbatch.cli.escape import printable
 
 __all__ = [
@@ -106,6 +106,8 @@ def cli_logging(log_format: LogFormat, level: int) -> Iterator[None]:
         logging.getLogger(name).propagate = True
     for name in SDK_LOGGERS:
         logging.getLogger(name).setLevel(max(level, logging.WARNING))
+    # notes and the error line too, until the next command starts (`remember_options`)
+    STDERR.json = log_format is LogFormat.JSON
     try:
         yield
     finally:

@@ -226,9 +226,9 @@ def test_metrics_on_from_the_environment_are_emf_lines_before_the_json_stats(
     result = consume(local_sqs, *args, env=env)
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    start = lines.index("{")  # the stats come last, indented; each metric line is one line
-    assert json.loads("\n".join(lines[start:]))["stats"]["acked"] == 3
-    documents = check_lines("\n".join(lines[:start]))
+    *metric_lines, last = lines  # the stats come last, one line, as each metric line is
+    assert json.loads(last)["stats"]["acked"] == 3
+    documents = check_lines("\n".join(metric_lines))
     assert sum(metric(documents, "Acked", QueueName=name)) == 3
     assert {d["_aws"]["CloudWatchMetrics"][0]["Namespace"] for d in documents} == {"Shop/Orders"}
 

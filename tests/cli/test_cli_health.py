@@ -3,6 +3,7 @@ as the installed console script (the ECS health check runs the script)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -171,3 +172,83 @@ def test_consume_refuses_a_stall_seconds_flag_of_0(
     spec = handler_file(tmp_path, is_async=False)
     args = [*where, "consume", spec, "--queue", name, "--once", "--stall-seconds", "0"]
     one_line_error(runner.invoke(app, args), 2, "--stall-seconds")
+
+
+HELD_HANDLER = """
+import os, time
+def handle(batch):
+    open("held", "w").close()
+    while not os.path.exists("release"):
+        time.sleep(0.05)
+"""
+HELD_ASYNC_HANDLER = """
+import asyncio, os
+async def handle(batch):
+    open("held", "w").close()
+    while not os.path.exists("release"):
+        await asyncio.sleep(0.05)
+"""
+
+
+@pytest.mark.parametrize("kind", [[], ["--async"]])
+def test_consume_caught_settling_by_a_silent_endpoint_exits_with_its_stats_and_loses_nothing(
+    local_sqs: LocalSqs, tmp_path: Path, name: str, kind: list[str]
+) -> None:
+    # Given `sqsbatch consume` holding a batch, through a proxy, with the watchdog set short
+    client = local_sqs.client()
+    url = create_queue(name, client=client)
+    client.send_message(QueueUrl=url, MessageBody="caught")
+    (tmp_path / "held_jobs.py").write_text(HELD_ASYNC_HANDLER if kind else HELD_HANDLER)
+    with silent_proxy(local_sqs.endpoint_url) as proxy:
+        environment = env(
+            None,
+            AWS_ENDPOINT_URL_SQS=proxy.endpoint_url,
+            SQSBATCH_STALL_SECONDS="3",
+            SQSBATCH_READ_TIMEOUT_MARGIN="1",
+            SQSBATCH_VISIBILITY_TIMEOUT="5",
+        )
+        command = [str(SCRIPT), "consume", "held_jobs.py:handle", "--queue", name, *kind]
+        process = subprocess.Popen(
+            [*command, "--poll-seconds", "1", "--json"],
+            cwd=tmp_path,
+            env=environment,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            wait_for((tmp_path / "held").exists, "the handler holds the batch")
+            # When the endpoint goes silent just as the batch's delete goes out
+            proxy.silence()
+            (tmp_path / "release").touch()
+            # Then the process exits 1, saying why, after printing its stats
+            stdout, stderr = process.communicate(timeout=GUARD_SECONDS)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+    assert process.returncode == 1, stderr
+    assert "stalled" in stderr.splitlines()[-1] and "Traceback" not in stderr
+    assert "stall_seconds=3" in stderr.splitlines()[0]  # the banner's effective value
+    stats = json.loads(stdout)["stats"]
+    assert stats["received"] == 1 and stats["acked"] == 0
+    # and the message, not deleted, is back once its visibility timeout is over
+    wait_for(lambda: visible(client, url) == 1, "the message visible again")
+
+
+def visible(client: Any, url: str) -> int:
+    attributes = client.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])
+    return int(attributes["Attributes"]["ApproximateNumberOfMessages"])
+
+
+@pytest.mark.parametrize("kind", [[], ["--async"]])
+def test_consume_shows_the_default_stall_seconds_in_its_banner(
+    local_sqs: LocalSqs, tmp_path: Path, name: str, kind: list[str]
+) -> None:
+    create_queue(name, client=local_sqs.client())
+    where = ["--endpoint-url", local_sqs.endpoint_url, "--region", "us-east-1"]
+    spec = handler_file(tmp_path, is_async=bool(kind))
+    args = [*where, "consume", spec, "--queue", name, "--once", "--poll-seconds", "1", *kind]
+    result = ok(runner.invoke(app, [*args, "--idle-seconds", "0.5"]))
+    banner = result.stderr.splitlines()[0]
+    assert "stall_seconds=33 (default)" in banner  # three 1 s polls + 30 s visibility

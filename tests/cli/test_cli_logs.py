@@ -170,6 +170,28 @@ def test_consume_json_logs_carry_the_traceback_in_a_field(failing: Any) -> None:
     assert any(e["logger"] == "cli_log_handlers" for e in entries)
 
 
+def test_consume_json_logs_make_every_stderr_line_json_the_banner_too(failing: Any) -> None:
+    result = failing("--log-format", "json", "--json")
+    assert result.exit_code == 0, result.output
+    entries = [json.loads(line) for line in result.stderr.splitlines()]  # each line, JSON
+    assert entries[0]["message"].startswith("consuming ") and entries[0]["level"] == "info"
+    assert "stall_seconds=" in entries[0]["message"]
+    [document] = result.stdout.splitlines()  # --json: one document, on one line
+    assert json.loads(document)["stats"]["received"] == 1
+
+
+def test_consume_json_logs_make_its_error_line_json_too(
+    local_sqs: LocalSqs, tmp_path: Path
+) -> None:
+    (tmp_path / "cli_log_handlers.py").write_text(HANDLERS)
+    where = ["--endpoint-url", local_sqs.endpoint_url]
+    args = [*where, "consume", "cli_log_handlers:fail", "-q", "no-such-queue", "--once"]
+    result = runner.invoke(app, [*args, "--log-format", "json"])
+    assert result.exit_code == 1
+    *_, last = [json.loads(line) for line in result.stderr.splitlines()]
+    assert last["level"] == "error" and "queue does not exist" in last["message"]
+
+
 def test_consume_v_shows_info_and_log_level_error_hides_warnings(failing: Any) -> None:
     verbose = failing("-v")
     assert re.search(rf"{ISO} INFO sqsbatch: consumer of .* stopped", verbose.stderr)
