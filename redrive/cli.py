@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 from typing import Annotated, Any
 
 import typer
@@ -26,6 +27,7 @@ from sqsbatch.cli.common import (
     remember_options,
     wants_json,
 )
+from sqsbatch.cli.foreground import Foreground
 from sqsbatch.cli.logs import (
     LogFormat,
     LogFormatOption,
@@ -170,7 +172,14 @@ def _redrive(
     if once:
         counters = redriver.run_once().as_dict()
     else:
-        redriver.run()
+        _Daemon(
+            work=redriver.run,
+            stop=redriver.stop,
+            stats=redriver.stats.as_dict,
+            title="redrive",
+            poll_seconds=settings.wait_seconds,
+            visibility_timeout=settings.visibility_timeout,
+        ).run()
         counters = redriver.stats.as_dict()
     counters["requests"] = redriver.requests
     if as_json:
@@ -180,6 +189,27 @@ def _redrive(
     for name, value in counters.items():
         table.add_row(name, str(value))
     out.print(table)
+
+
+class _Daemon(Foreground):
+    """`redrive run` in the foreground, as `sqsbatch consume` runs: the daemon on a thread, and
+    the main thread answering signals. The first SIGINT/SIGTERM finishes the current pass (its
+    sends and deletes) and the long poll under way, then the counters are printed; a second one
+    ends the process at once (exit 128 + the signal, 130 for Ctrl-C)."""
+
+    def _stopping_line(self, sig: signal.Signals) -> str:
+        again = "Ctrl-C" if sig is signal.SIGINT else sig.name
+        return (
+            f"{sig.name}: stopping after the current pass (its sends and deletes) and the "
+            f"long poll under way (up to {self.poll_seconds} s). {again} again stops at once."
+        )
+
+    def _again_line(self, sig: signal.Signals) -> str:
+        return (
+            f"{sig.name} again: stopped at once; messages received from a DLQ and not moved "
+            f"yet come back when their visibility timeout ends ({self.visibility_timeout} s); "
+            "one sent and not yet deleted from its DLQ is in both queues (never lost)"
+        )
 
 
 def _native(settings: RedriveSettings, profile: str | None, as_json: bool) -> None:

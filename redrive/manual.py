@@ -45,12 +45,14 @@ def move_now(
     dry_run: bool = False,
     client: Any = None,
     on_message: Callable[[MoveRow], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> MoveReport:
     """Move the messages of `dlq` that `select` accepts (all by default) now, up to `limit`.
 
     `to` sends every message there; without it each goes to its source, found as the daemon
     finds it (metadata, `DeadLetterQueueSourceArn`, the DLQ's only source). `on_message` is
     called with each message's row as it is settled (for a progress bar).
+    `stop` is asked between batches: True ends the move there (its report says what moved).
     """
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise ConfigError(f"limit={limit!r} is invalid (accepted: int >= 0, or None for all)")
@@ -58,6 +60,7 @@ def move_now(
     sqs = SyncSqs(client if client is not None else default_client())
     move = _Move(sqs, sqs.queue_url(dlq), select, limit, dry_run, on_message)
     move.to_url = sqs.queue_url(to) if to is not None else None
+    move.stop = stop
     try:
         move.run()
     finally:
@@ -78,12 +81,16 @@ class _Move:
     held: dict[str, str] = field(default_factory=dict)
     """MessageId: receipt handle of every message looked at and not moved."""
     taken: int = 0
+    stop: Callable[[], bool] | None = None
+    """Asked between batches: True ends the move (an operator's Ctrl-C)."""
     _only: tuple[str | None] | None = None
 
     def run(self) -> None:
         self.report.dry_run = self.dry_run
         seen: set[str] = set()
         while self.limit is None or self.taken < self.limit:
+            if self.stop is not None and self.stop():
+                return
             params = receive_params(
                 self.dlq_url,
                 max_messages=10,

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 from sqsbatch._core.shapes import queue_name
 from sqsbatch.cli.common import CliError, ask, err, fail, out, print_json, queue_attributes, sqs_for
 from sqsbatch.cli.filters import Select, parse_filters
+from sqsbatch.cli.interrupt import Interrupt
 from sqsbatch.envelope import MOVED_BY_SQS, MOVED_BY_SQS_TEXT
 from sqsbatch.errors import ConfigError
 
@@ -89,6 +90,7 @@ def redrive_command(
         else:
             out.print(f"started SQS message move task from {name} {where}: {handle}")
         return
+    stop = Interrupt()  # Ctrl-C: the report of what moved, then exit 130
     report = _move(
         dlq=dlq,
         client=sqs.client,
@@ -97,8 +99,10 @@ def redrive_command(
         limit=limit,
         dry_run=dry_run,
         depth=depth,
+        stop=stop,
     )
     _show(name, report, dry_run=dry_run, as_json=as_json)
+    stop.exit(name)
 
 
 def _check_destination(dlq: str, to: str | None) -> None:
@@ -120,21 +124,26 @@ def _move(
     limit: int | None,
     dry_run: bool,
     depth: int,
+    stop: Interrupt,
 ) -> MoveReport:
     from redrive import move_now  # noqa: PLC0415
 
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    ) as progress:
+    with (
+        Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+        ) as progress,
+        stop,
+    ):
         task = progress.add_task("checking" if dry_run else "moving", total=depth or None)
 
         def advance(row: MoveRow) -> None:
             progress.advance(task)
+            stop.rows.append(row)
 
         return move_now(
             dlq,
@@ -144,6 +153,7 @@ def _move(
             dry_run=dry_run,
             client=client,
             on_message=advance,
+            stop=stop.asked,
         )
 
 

@@ -105,14 +105,16 @@ class Foreground:
             self._signal = sig  # the main loop says so and stops the poller
             self.stop()
             return
-        line = (
+        line = stderr_line(self._again_line(sig), "warning")
+        os.write(2, ((_SHOW_CURSOR + "\n" if self.live else "") + line).encode())
+        os._exit(128 + sig)
+
+    def _again_line(self, sig: signal.Signals) -> str:
+        return (
             f"{sig.name} again: stopped at once; {self._in_flight} message(s) "
             f"in flight were not settled: SQS delivers them again when their visibility "
             f"timeout ends ({self.visibility_timeout} s after their receive or last heartbeat)"
         )
-        line = stderr_line(line, "warning")
-        os.write(2, ((_SHOW_CURSOR + "\n" if self.live else "") + line).encode())
-        os._exit(128 + sig)
 
     @contextmanager
     def _view(self) -> Iterator[None]:
