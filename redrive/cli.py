@@ -70,10 +70,14 @@ def _root(  # noqa: PLR0917 - typer options are parameters
     remember_options(ctx, where, as_json=as_json)
 
 
-def make_client(settings: RedriveSettings, profile: str | None = None) -> Any:
+def make_client(
+    settings: RedriveSettings, profile: str | None = None, *, long_poll_seconds: int | None = None
+) -> Any:
     """A boto3 SQS client; endpoint and region from the settings, else boto3's usual chain.
-    Like every command line client, it gives up soon when SQS cannot be reached."""
-    return Connection(settings.endpoint_url, settings.region, profile).client()
+    Like every command line client, it gives up soon when SQS cannot be reached or does not
+    answer; `long_poll_seconds` (the daemon's) widens its read timeout for the long polls."""
+    where = Connection(settings.endpoint_url, settings.region, profile)
+    return where.client(long_poll_seconds=long_poll_seconds)
 
 
 Opt = typer.Option
@@ -167,7 +171,8 @@ def _redrive(
     as_json: bool,
     health_file: str | None = None,
 ) -> None:
-    redriver = settings.redriver(make_client(settings, profile))
+    polls = None if once else settings.wait_seconds  # --once polls 1 s: a short read timeout
+    redriver = settings.redriver(make_client(settings, profile, long_poll_seconds=polls))
     redriver.health_file = health_file
     if once:
         counters = redriver.run_once().as_dict()

@@ -76,8 +76,11 @@ err = Console(stderr=True, highlight=False)
 CONNECT_TIMEOUT_SECONDS = 2.0
 """How long the command line waits for a TCP connection to SQS."""
 CONNECT_ATTEMPTS = 2
-"""Tries per request when SQS cannot be reached at all (throttling and 5xx keep the retries of
-`_botocore.client_config`)."""
+"""Tries per request when SQS cannot be reached at all, or does not answer in time (throttling
+and 5xx keep the retries of `_botocore.client_config`)."""
+READ_TIMEOUT_SECONDS = 3.0
+"""How long a command that does not long-poll waits for SQS's answer (its receives wait 1 s at
+most): a silent endpoint is one error line after `CONNECT_ATTEMPTS` of these, within 10 s."""
 
 _JSON = "sqsbatch.json"
 
@@ -133,20 +136,24 @@ class Connection:
         self,
         *,
         max_pool_connections: int = 10,
-        long_poll_seconds: float = LONG_POLL_SECONDS,
+        long_poll_seconds: float | None = None,
         margin_seconds: float = MARGIN_SECONDS,
     ) -> Any:
-        """A boto3 SQS client that gives up soon when SQS cannot be reached (a wrong endpoint
-        or port is one error line within seconds, not botocore's retries with backoff), and
-        whose read timeout is the longest long poll plus `margin_seconds`."""
+        """A boto3 SQS client that gives up soon when SQS cannot be reached or does not answer
+        (a wrong endpoint, or one that never answers, is one error line within seconds, not
+        botocore's retries with backoff). Its read timeout is `READ_TIMEOUT_SECONDS`; for a
+        command that long-polls (`consume`, `redrive run`), the longest long poll
+        (`long_poll_seconds`) plus `margin_seconds`."""
         import boto3  # noqa: PLC0415 - slow to import; `--help` should not pay for it
         from botocore.config import Config  # noqa: PLC0415
 
         config = client_config(
             max_pool_connections=max_pool_connections,
-            long_poll_seconds=long_poll_seconds,
+            long_poll_seconds=LONG_POLL_SECONDS if long_poll_seconds is None else long_poll_seconds,
             margin_seconds=margin_seconds,
         ).merge(Config(connect_timeout=CONNECT_TIMEOUT_SECONDS))
+        if long_poll_seconds is None:
+            config = config.merge(Config(read_timeout=READ_TIMEOUT_SECONDS))
         with sqs_errors():
             session = boto3.session.Session(profile_name=self.profile, region_name=self.region)
             try:
@@ -170,12 +177,22 @@ class Connection:
 def _give_up_when_unreachable(
     caught_exception: BaseException | None = None, attempts: int = 0, **_: Any
 ) -> None:
-    """A `needs-retry` hook: after `CONNECT_ATTEMPTS` tries that could not connect, raise the
-    connection error instead of letting botocore's standard mode retry it (with backoff)."""
-    from botocore.exceptions import EndpointConnectionError  # noqa: PLC0415
+    """A `needs-retry` hook: after `CONNECT_ATTEMPTS` tries that could not connect, or that
+    got no answer in time, raise the error instead of letting botocore's standard mode retry
+    it (with backoff)."""
+    from botocore.exceptions import (  # noqa: PLC0415
+        ConnectionClosedError,
+        ConnectTimeoutError,
+        EndpointConnectionError,
+        ReadTimeoutError,
+    )
 
-    if isinstance(caught_exception, EndpointConnectionError) and attempts >= CONNECT_ATTEMPTS:
-        raise caught_exception
+    unanswered = isinstance(
+        caught_exception,
+        EndpointConnectionError | ConnectTimeoutError | ReadTimeoutError | ConnectionClosedError,
+    )
+    if unanswered and attempts >= CONNECT_ATTEMPTS:
+        raise caught_exception  # type: ignore[misc]
 
 
 def remember_options(ctx: typer.Context, where: Connection, *, as_json: bool) -> None:
