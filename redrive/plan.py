@@ -87,6 +87,9 @@ def moved_envelope(message: DlqMessage, target: str) -> Envelope:
         carry(message.message),
         base_attempts=0,
         redrives=message.redrives + 1,
+        dead_count_at_redrive=max(
+            message.message.envelope.dead_count, len(message.message.envelope.deaths)
+        ),
         source_queue=queue_name(target),
         error=None,
         due_at=None,

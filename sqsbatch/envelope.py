@@ -162,6 +162,8 @@ class Envelope:
     """The producer's deadline (sent time + `ttl_seconds`)."""
     dead_count: int = 0
     """How many times sqsbatch dead-lettered it in all (the history keeps the last 10)."""
+    dead_count_at_redrive: int | None = None
+    """`dead_count` when it was last redriven (None: never redriven, or by an older sqsbatch)."""
     traceparent: str | None = None
     tracestate: str | None = None
     """The W3C trace context of the producer's span (`sqsbatch.tracing`); kept by re-sends."""
@@ -179,6 +181,7 @@ class Envelope:
             "dh": [death.to_data() for death in self.deaths] or None,
             "exp": self.expires_at,
             "dc": self.dead_count or None,
+            "dcr": self.dead_count_at_redrive,
             "tp": self.traceparent,
             "tst": self.tracestate,
         }
@@ -221,6 +224,7 @@ class Envelope:
             deaths=deaths,
             expires_at=_epoch(data.get("exp")),
             dead_count=int(data.get("dc", len(deaths))),
+            dead_count_at_redrive=_optional(int, data.get("dcr")),
             traceparent=_text(data.get("tp")),
             tracestate=_text(data.get("tst")),
         )
@@ -230,11 +234,22 @@ class Envelope:
         deaths = (*self.deaths, death)[-MAX_DEATHS:]
         return replace(self, deaths=deaths, dead_count=max(self.dead_count, len(self.deaths)) + 1)
 
+    @property
+    def died_since_redrive(self) -> bool:
+        """Whether sqsbatch dead-lettered it since its last redrive (or ever, if never redriven).
+        False for a message that SQS's RedrivePolicy moved after its last redrive."""
+        if not self.deaths:
+            return False
+        since = self.dead_count_at_redrive
+        if since is None:  # never redriven, or by a version that did not record it
+            since = self.redrives
+        return max(self.dead_count, len(self.deaths)) > since
+
 
 def death_reason(envelope: Envelope) -> str:
     """Why a message on a dead-letter queue is there: its last death's reason, or
     `MOVED_BY_SQS` when sqsbatch did not put it there (no entry since its last redrive)."""
-    if not envelope.deaths or envelope.dead_count <= envelope.redrives:
+    if not envelope.died_since_redrive:
         return MOVED_BY_SQS
     return envelope.deaths[-1].reason
 

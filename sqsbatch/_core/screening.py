@@ -114,7 +114,7 @@ def resting_death(envelope: Envelope, queue: str) -> Death | None:
     dead-lettered it after its last redrive and `queue` (a name) is not the queue it died on.
     None for a live message: never dead-lettered, redriven back since, moved back to the queue
     it died on (SQS's move task keeps the attribute), or moved by SQS's RedrivePolicy alone."""
-    if not envelope.deaths or envelope.dead_count <= envelope.redrives:
+    if not envelope.died_since_redrive:
         return None
     last = envelope.deaths[-1]
     return None if last.queue == queue else last

@@ -73,10 +73,14 @@ class Order(BaseModel):
     id: int
 
 
-def died(reason: str, *, redrives: int = 0, on: str = "orders") -> dict[str, Any]:
-    """The envelope fields of a message sqsbatch dead-lettered once, on `on`, for `reason`."""
+def died(
+    reason: str, *, redrives: int = 0, on: str = "orders", at_redrive: int | None = None
+) -> dict[str, Any]:
+    """The envelope fields of a message sqsbatch dead-lettered once, on `on`, for `reason`;
+    `at_redrive`: its dead count when it was last redriven, as a redrive records it."""
     death = Death(reason=reason, queue=on, attempts=0, at=SENT + 1)
-    return {"deaths": (death,), "dead_count": 1, "redrives": redrives}
+    fields = {"deaths": (death,), "dead_count": 1, "redrives": redrives}
+    return fields | {"dead_count_at_redrive": at_redrive}
 
 
 VALID, INVALID = '{"id":1}', '{"id":"x"}'
@@ -101,6 +105,12 @@ VALID, INVALID = '{"id":1}', '{"id":"x"}'
         (VALID, died("expired", redrives=1), "orders", "expired"),
         (VALID, died("expired"), "orders", "expired"),
         (INVALID, died("invalid_body", redrives=1), "orders", "expired"),
+        # SQS's RedrivePolicy moved it (no death), it was redriven, then sqsbatch dead-lettered
+        # it: as many deaths as redrives, yet it died since its last redrive, and rests
+        (VALID, died("expired", redrives=1, at_redrive=0), "orders-dlq", None),
+        (INVALID, died("invalid_body", redrives=1, at_redrive=0), "orders-dlq", None),
+        # ... and redriven once more since that death, it is live again at its source
+        (VALID, died("expired", redrives=2, at_redrive=1), "orders", "expired"),
     ],
 )
 def test_a_message_is_never_screened_again_for_the_death_it_died(

@@ -6,6 +6,7 @@ No SQS here: messages are built by hand (`dlq_message`), time is a number, rando
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,7 +17,7 @@ from redrive.bucket import TokenBucket
 from redrive.decide import DlqMessage, Kind, decide, read, route
 from redrive.plan import moved_envelope, parked_envelope
 from redrive.policy import BackoffPolicy, jitter_random
-from sqsbatch.envelope import DecodedMessage, Envelope, ErrorInfo
+from sqsbatch.envelope import Death, DecodedMessage, Envelope, ErrorInfo
 from sqsbatch.errors import ConfigError
 
 T0 = 1_800_000_000.0
@@ -218,6 +219,21 @@ def test_a_moved_copy_has_one_more_redrive_and_a_fresh_budget() -> None:
     assert (envelope.id, envelope.timestamp) == ("m-1", T0 - 100)
     assert (envelope.redrives, envelope.base_attempts) == (3, 0)
     assert (envelope.source_queue, envelope.error) == ("orders", None)
+
+
+def test_a_moved_copy_records_its_dead_count_and_carries_it() -> None:
+    # Given a DLQ message sqsbatch dead-lettered twice (its history may keep fewer entries)
+    message = dlq_message(redrives=1)
+    dead = message.message.envelope.died(Death("a", "q", 1, 1.0)).died(Death("b", "q", 1, 2.0))
+    message = replace(message, message=replace(message.message, envelope=dead))
+    # When it is moved back to its source
+    envelope = moved_envelope(message, "http://sqs/123/orders")
+    # Then its copy knows it has not died since, through the attribute too
+    assert envelope.dead_count_at_redrive == dead.dead_count
+    carried = Envelope.from_attribute(envelope.to_attribute()["StringValue"])
+    assert carried is not None and carried.dead_count_at_redrive == dead.dead_count
+    assert not carried.died_since_redrive
+    assert carried.died(Death("c", "q", 1, 3.0)).died_since_redrive
 
 
 def test_a_parked_copy_keeps_the_error_and_the_source() -> None:
