@@ -29,9 +29,11 @@ from sqsbatch.config import (
     MetricsMode,
     MetricsNamespace,
     Number,
+    check_numbers,
     config_file,
     describe_error,
     read_toml,
+    warn_unknown_environment,
 )
 from sqsbatch.errors import ConfigError
 
@@ -67,6 +69,8 @@ class RedriveSettings(BaseSettings):
     native: bool = False
     visibility_timeout: Count = Field(30, ge=1, le=43_200)
     wait_seconds: Count = Field(20, ge=1, le=20)
+    stall_seconds: Number | None = Field(None, gt=0, le=86_400)
+    """The daemon's watchdog (default: three long polls plus `visibility_timeout`)."""
     endpoint_url: str | None = None
     region: str | None = None
     reasons: QueueList | None = None
@@ -78,6 +82,10 @@ class RedriveSettings(BaseSettings):
     metrics_interval: Number = Field(60.0, gt=0, le=3600)
 
     def __init__(self, **values: Any) -> None:
+        for prefix in ("REDRIVE_", "SQSBATCH_REDRIVE_"):
+            known = {prefix + name.upper() for name in type(self).model_fields}
+            warn_unknown_environment(prefix, known)
+        check_numbers(type(self), read_table(), where=f"[{TABLE}]")
         try:
             super().__init__(**values)
         except ValidationError as exc:
@@ -123,6 +131,7 @@ class RedriveSettings(BaseSettings):
             metrics=self.metrics,
             metrics_namespace=self.metrics_namespace,
             metrics_interval=self.metrics_interval,
+            stall_seconds=self.stall_seconds,
         )
 
 

@@ -8,13 +8,16 @@ at construction with one line naming the setting, the value and the accepted ran
 
 from __future__ import annotations
 
+import difflib
+import logging
 import os
 import tomllib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Self, get_origin
+from types import UnionType
+from typing import Annotated, Any, ClassVar, Literal, Self, Union, get_args, get_origin
 
 from pydantic import BeforeValidator, Field, ValidationError
 from pydantic.fields import FieldInfo
@@ -32,17 +35,23 @@ __all__ = [
     "MetricsNamespace",
     "Number",
     "ProducerConfig",
+    "accepted_text",
     "check_int",
+    "check_numbers",
     "config_file",
     "describe_error",
+    "did_you_mean",
     "load_file",
     "no_bool",
+    "queue_of",
     "read_toml",
+    "warn_unknown_environment",
 ]
 
 CONFIG_FILE_ENV = "SQSBATCH_CONFIG_FILE"
 DEFAULT_CONFIG_FILE = "sqsbatch.toml"
 MAX_DELAY_SECONDS = 86_400
+log = logging.getLogger("sqsbatch")
 
 
 def no_bool(value: Any) -> Any:
@@ -89,6 +98,7 @@ class _Settings(BaseSettings):
     _table: ClassVar[str]
 
     def __init__(self, **values: Any) -> None:
+        warn_unknown_environment("SQSBATCH_", _known_variables(), others=("SQSBATCH_REDRIVE_",))
         try:
             super().__init__(**values)
         except ValidationError as exc:
@@ -112,6 +122,7 @@ class _Settings(BaseSettings):
         `path` defaults to `$SQSBATCH_CONFIG_FILE`, else `./sqsbatch.toml` when it exists.
         """
         table = _table_for(cls._table, queue, path)
+        check_numbers(cls, table, where=f"[[queues.{cls._table}]] queue={queue_of(queue)!r}")
         with _reading(table):
             return cls(**values)
 
@@ -157,6 +168,9 @@ class ProducerConfig(_Settings):
     _table: ClassVar[str] = "producers"
 
     delivery_delay: WholeSeconds | None = Field(default=None, ge=0, le=MAX_DELAY_SECONDS)
+    ttl_seconds: Seconds | None = Field(default=None, ge=1, le=MAX_TTL_SECONDS)
+    """A deadline for messages sent without one, seconds from the send: past it the consumer
+    dead-letters the message with reason `expired`. None: no deadline."""
 
 
 def load_file(path: str | Path) -> dict[str, list[dict[str, Any]]]:
@@ -176,9 +190,16 @@ def load_file(path: str | Path) -> dict[str, list[dict[str, Any]]]:
         entries = queues.get(kind, [])
         if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
             raise ConfigError(f"{path}: queues.{kind} must be [[queues.{kind}]] tables")
+        seen: set[str] = set()
         for entry in entries:
             if not isinstance(entry.get("queue"), str):
                 raise ConfigError(f'{path}: every [[queues.{kind}]] needs queue = "name"')
+            if entry["queue"] in seen:
+                raise ConfigError(
+                    f"{path}: queue={entry['queue']!r} has two [[queues.{kind}]] tables: "
+                    "keep one (the settings of a queue go in one table)"
+                )
+            seen.add(entry["queue"])
         tables[kind] = entries
     return tables
 
@@ -208,7 +229,7 @@ def _table_for(kind: str, queue: str | None, path: str | Path | None) -> dict[st
     path = config_file(path)
     if path is None or queue is None:
         return {}
-    name = queue.rstrip("/").rsplit("/", 1)[-1]
+    name = queue_of(queue)
     for entry in load_file(path)[kind]:
         if entry["queue"] == name:
             return {key: value for key, value in entry.items() if key != "queue"}
@@ -230,12 +251,14 @@ def describe_error(cls: type[BaseSettings], exc: ValidationError, *, what: str =
     name = str(error["loc"][0]) if error["loc"] else "?"
     if error["type"] == "extra_forbidden":
         known = ", ".join(sorted(cls.model_fields))
-        return f"unknown {what} {name!r} (known: {known})"
+        return f"unknown {what} {name!r}{did_you_mean(name, cls.model_fields)} (known: {known})"
     field = cls.model_fields.get(name)
     if error["type"] == "string_pattern_mismatch":  # the regex is the whole message
         accepted = _PATTERNS.get(str(error.get("ctx", {}).get("pattern")), "")
         return f"{name}={error.get('input')!r} is invalid: must be {accepted}"
-    accepted = _accepted(field) if field is not None else ""
+    accepted = f" (accepted: {accepted_text(field)})" if field is not None else ""
+    if field is not None and get_origin(field.annotation) is Literal:
+        accepted = ""  # pydantic's message lists the accepted values
     message = error["msg"]
     return f"{name}={error.get('input')!r} is invalid: {message[:1].lower()}{message[1:]}{accepted}"
 
@@ -243,19 +266,113 @@ def describe_error(cls: type[BaseSettings], exc: ValidationError, *, what: str =
 _PATTERNS = {
     METRICS_NAMESPACE_PATTERN: "1 to 255 of the characters A-Z a-z 0-9 . _ # : / -",
 }
+_KINDS = {int: "int", float: "float", str: "text", bool: "true or false"}
 
 
-def _accepted(field: FieldInfo) -> str:
-    bounds: dict[str, Any] = {}
+def accepted_text(field: FieldInfo) -> str:
+    """What a field accepts, in words: `int 1..100`, `float > 0, <= 3600`, `float >= 1, or
+    unset`, `non-empty text, or unset`. Never a Python type expression."""
+    base, optional = _base_type(field.annotation)
+    if get_origin(base) is Literal:
+        words = " or ".join(repr(value) for value in get_args(base))
+    elif get_origin(base) is list:
+        words = "a list of text (comma-separated in the environment)"
+    else:
+        words = _KINDS.get(base, getattr(base, "__name__", "a value"))
+        bounds = _bounds(field)
+        if bounds:
+            words += f" {bounds}"
+    return words + (", or unset" if optional else "")
+
+
+def _base_type(annotation: Any) -> tuple[Any, bool]:
+    """(the type, whether None is accepted too) of `X | None`, `Optional[X]` or `X`."""
+    optional = False
+    if get_origin(annotation) in (Union, UnionType):
+        args = [arg for arg in get_args(annotation) if arg is not type(None)]
+        optional, annotation = True, (args[0] if len(args) == 1 else annotation)
+    if get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    return annotation, optional
+
+
+def _bounds(field: FieldInfo) -> str:
+    found: dict[str, Any] = {}
     for item in field.metadata:
-        for attr in ("ge", "gt", "le", "min_length"):
+        for attr in ("ge", "gt", "le", "lt", "min_length"):
             if getattr(item, attr, None) is not None:
-                bounds[attr] = getattr(item, attr)
-    if get_origin(field.annotation) is Literal:
-        return ""  # pydantic's message lists the accepted values
-    kind = getattr(field.annotation, "__name__", str(field.annotation))
-    if "ge" in bounds and "le" in bounds:
-        return f" (accepted: {kind} {bounds['ge']}..{bounds['le']})"
-    if "gt" in bounds:
-        return f" (accepted: {kind} > {bounds['gt']})"
-    return f" (accepted: {kind})"
+                found[attr] = getattr(item, attr)
+    if found.get("min_length") == 1:
+        return "(not empty)"
+    if "ge" in found and "le" in found:
+        return f"{found['ge']}..{found['le']}"
+    signs = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+    return ", ".join(f"{signs[attr]} {value}" for attr, value in found.items())
+
+
+def did_you_mean(value: str, choices: Iterable[str]) -> str:
+    """` (did you mean 'x'?)` for the nearest of `choices`, or "" when none is near."""
+    names = list(choices)
+    found = difflib.get_close_matches(value, names, n=1)
+    found = found or [name for name in names if value and name.startswith(value)][:1]
+    return f" (did you mean {found[0]!r}?)" if found else ""
+
+
+def queue_of(queue: str | None) -> str:
+    """A queue's name, from its name or URL ("" for none)."""
+    return "" if queue is None else queue.rstrip("/").rsplit("/", 1)[-1]
+
+
+def check_numbers(cls: type[BaseSettings], table: Mapping[str, Any], *, where: str) -> None:
+    """A TOML table's numbers are numbers: `max_batch_size = "5"` is refused in one line
+    naming the value to write (the environment's strings are converted; a file's are not)."""
+    for key, value in table.items():
+        field = cls.model_fields.get(key)
+        if field is None or not isinstance(value, str):
+            continue
+        base, _ = _base_type(field.annotation)
+        if base not in (int, float):
+            continue
+        hint = f": write {key} = {value.strip()}" if _is_number(value) else ""
+        raise ConfigError(
+            f"{where}: {key}={value!r} is invalid: a string where a number belongs "
+            f"(accepted: {accepted_text(field)}){hint}"
+        )
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+_warned: set[str] = set()
+
+
+def warn_unknown_environment(
+    prefix: str, known: Iterable[str], *, others: Iterable[str] = ()
+) -> None:
+    """A WARNING, once per process, for each `prefix*` variable that names no setting (a
+    typo there would otherwise be ignored without a word), with the nearest known name.
+    Variables that start with one of `others` belong to another reader."""
+    names = set(known)
+    for variable in sorted(os.environ):
+        if not variable.startswith(prefix) or variable in names or variable in _warned:
+            continue
+        if any(variable.startswith(other) for other in others):
+            continue
+        _warned.add(variable)
+        tails = {name.removeprefix(prefix): name for name in names if name.startswith(prefix)}
+        nearest = difflib.get_close_matches(variable.removeprefix(prefix), list(tails), n=1)
+        log.warning(
+            "unknown environment variable %s is ignored%s",
+            variable,
+            f" (did you mean {tails[nearest[0]]!r}?)" if nearest else " (it names no setting)",
+        )
+
+
+def _known_variables() -> set[str]:
+    fields = {*ConsumerConfig.model_fields, *ProducerConfig.model_fields}
+    return {CONFIG_FILE_ENV} | {f"SQSBATCH_{name.upper()}" for name in fields}

@@ -80,7 +80,7 @@ def test_wrong_types_are_refused_naming_the_setting(values: dict[str, Any], name
 
 def test_unknown_key_is_refused_with_the_known_ones() -> None:
     with pytest.raises(
-        ConfigError, match=r"unknown setting 'max_batch' \(known: dead_letter_queue"
+        ConfigError, match=r"unknown setting 'max_batch' \(did .*\) \(known: dead_letter_queue"
     ):
         ConsumerConfig(max_batch=3)  # type: ignore[call-arg]
 
