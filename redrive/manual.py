@@ -1,10 +1,12 @@
 """Moves an operator asks for: `move_now` (ours, per message) and `start_native_move` (SQS's).
 
-`move_now` ignores the backoff and `max_redrives`: it moves every selected message now, with the
-same copy the daemon makes (body, attributes, FIFO group, id and timestamp kept, one more
-redrive, a fresh retry budget), send before delete. Messages it looks at but does not move are
-released (visibility 0) before it returns, so a dry run leaves the DLQ as it found it, save
-that each message's receive count went up by one.
+`move_now` ignores the backoff and `max_redrives`: it moves every selected message now (but,
+unless `reasons` says otherwise, those dead-lettered as `expired` or `invalid_body`, which would
+die again: they stay, reported as `kept`), with the same copy the daemon makes (body,
+attributes, FIFO group, id and timestamp kept, one more redrive, a fresh retry budget), send
+before delete. Messages it looks at but does not move are released (visibility 0) before it
+returns, so a dry run leaves the DLQ as it found it, save that each message's receive count
+went up by one.
 
 `start_native_move` starts SQS's own `StartMessageMoveTask`: server-side, no per-message
 backoff, no sqsbatch metadata update.
@@ -12,13 +14,14 @@ backoff, no sqsbatch metadata update.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from redrive.daemon import execute, only_source
 from redrive.decide import Disposition, DlqMessage, Kind, read, route
 from redrive.plan import Step, StepResult
+from redrive.reasons import BRING_BACK_DEFAULT, Reasons
 from redrive.report import MoveReport, MoveRow
 from sqsbatch._core.calls import BatchRun, Entry
 from sqsbatch._core.shapes import queue_name, receive_params
@@ -45,20 +48,24 @@ def move_now(
     dry_run: bool = False,
     client: Any = None,
     on_message: Callable[[MoveRow], None] | None = None,
+    reasons: Iterable[str] | None = None,
     stop: Callable[[], bool] | None = None,
 ) -> MoveReport:
     """Move the messages of `dlq` that `select` accepts (all by default) now, up to `limit`.
 
     `to` sends every message there; without it each goes to its source, found as the daemon
     finds it (metadata, `DeadLetterQueueSourceArn`, the DLQ's only source). `on_message` is
-    called with each message's row as it is settled (for a progress bar).
+    called with each message's row as it is settled (for a progress bar). `reasons`: the
+    dead-letter reasons to move, as the daemon's (`redrive.reasons`; default: all but
+    `expired` and `invalid_body`).
     `stop` is asked between batches: True ends the move there (its report says what moved).
     """
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise ConfigError(f"limit={limit!r} is invalid (accepted: int >= 0, or None for all)")
     check_destination(dlq, to)
+    chosen = Reasons.of(reasons)
     sqs = SyncSqs(client if client is not None else default_client())
-    move = _Move(sqs, sqs.queue_url(dlq), select, limit, dry_run, on_message)
+    move = _Move(sqs, sqs.queue_url(dlq), select, limit, dry_run, on_message, chosen)
     move.to_url = sqs.queue_url(to) if to is not None else None
     move.stop = stop
     try:
@@ -76,6 +83,7 @@ class _Move:
     limit: int | None
     dry_run: bool
     on_message: Callable[[MoveRow], None] | None
+    reasons: Reasons = BRING_BACK_DEFAULT
     to_url: str | None = None
     report: MoveReport = field(default_factory=MoveReport)
     held: dict[str, str] = field(default_factory=dict)
@@ -138,6 +146,8 @@ class _Move:
         )
         if self.select is not None and not self.select(message.message):
             return row
+        if not self.reasons.brings_back(message.reason):
+            return replace(row, action="kept")
         if target is None:
             why = "no existing source queue known; pass to="
             return replace(row, action="unroutable", error=why)
@@ -159,6 +169,8 @@ class _Move:
             self.report.failed += 1
         elif row.action == "skipped":
             self.report.skipped += 1
+        elif row.action == "kept":
+            self.report.kept += 1
         if row.error and row.action == "moved":
             self.report.failed += 1
         self.report.rows.append(row)

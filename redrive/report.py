@@ -39,10 +39,10 @@ class MoveRow:
     """One message of a move: what it was, where it went (or would go) and what happened.
 
     `action` is one of `moved`, `would-move` (dry run), `skipped` (not selected),
-    `unroutable`, `failed`; for the daemon also `delayed`, `throttled`, `exhausted`,
-    `parked`, `kept`. `reason` is why it is on the DLQ (its last death). `error_type` is the
-    failure recorded when the message was dead-lettered;
-    `error` says why this move failed, when it did.
+    `unroutable`, `failed`, `kept` (a reason not moved: `reasons`); for the daemon also
+    `delayed`, `throttled`, `exhausted`, `parked`. `reason` is why it is on the DLQ (its last
+    death). `error_type` is the failure recorded when the message was dead-lettered; `error`
+    says why this move failed, when it did.
     """
 
     id: str
@@ -62,14 +62,16 @@ class MoveReport:
     """The outcome of `move_now`: counts and one row per message looked at.
 
     `moved` counts the messages moved (in a dry run: that would be moved); `skipped` those not
-    selected; `failed` those that could not go (refused, or no source known). Messages received
-    past the limit are released without a row.
+    selected; `kept` those selected whose reason is not moved (`reasons`: by default `expired`
+    and `invalid_body`), which stay in the DLQ; `failed` those that could not go (refused, or
+    no source known). Messages received past the limit are released without a row.
     """
 
     moved: int = 0
     skipped: int = 0
     failed: int = 0
     dry_run: bool = False
+    kept: int = 0
     rows: list[MoveRow] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -77,6 +79,7 @@ class MoveReport:
             "moved": self.moved,
             "skipped": self.skipped,
             "failed": self.failed,
+            "kept": self.kept,
             "dry_run": self.dry_run,
             "rows": [row.as_dict() for row in self.rows],
         }

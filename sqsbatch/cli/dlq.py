@@ -44,6 +44,15 @@ def redrive_command(
             "repeat to require all.",
         ),
     ] = None,
+    reasons: Annotated[
+        str | None,
+        typer.Option(
+            metavar="R1,R2",
+            help="Dead-letter reasons to move, comma-separated: retries_exhausted, expired, "
+            "invalid_body, requested (any a handler gave), requested:TEXT, moved_by_sqs, or all "
+            "(default: all but expired,invalid_body, which would die again).",
+        ),
+    ] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Move at most this many.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would move.")] = False,
     native: Annotated[
@@ -64,11 +73,15 @@ def redrive_command(
 
     Messages go to their source queue (from sqsbatch's metadata, else the DLQ's only source),
     or to --to. Each is sent before it is deleted from the DLQ: a crash can duplicate one, never
-    lose it. Asks first, unless --yes or --dry-run.
+    lose it. Messages dead-lettered as expired or invalid_body stay (they would die again)
+    unless --reasons names them. Asks first, unless --yes or --dry-run.
     """
     select = parse_filters(filters or [])
-    if native and (select is not None or limit is not None or dry_run):
-        raise typer.BadParameter("--native moves every message: no --filter, --limit or --dry-run")
+    chosen = _reasons(reasons)
+    if native and (select is not None or limit is not None or dry_run or reasons is not None):
+        raise typer.BadParameter(
+            "--native moves every message: no --filter, --reasons, --limit or --dry-run"
+        )
     if rate is not None and not native:
         raise typer.BadParameter("--rate goes with --native")
     import redrive  # noqa: PLC0415 - the sibling package; only this command needs it
@@ -100,9 +113,37 @@ def redrive_command(
         dry_run=dry_run,
         depth=depth,
         stop=stop,
+        reasons=chosen,
     )
-    _show(name, report, dry_run=dry_run, as_json=as_json)
+    _show(name, report, dry_run=dry_run, as_json=as_json, kept=_kept_note(chosen, report.kept))
     stop.exit(name)
+
+
+def _reasons(given: str | None) -> list[str] | None:
+    """`--reasons`, checked before anything is asked or received (a typo: one line)."""
+    if given is None:
+        return None
+    from redrive.reasons import Reasons  # noqa: PLC0415
+
+    chosen = [item.strip() for item in given.split(",")]
+    try:
+        Reasons.of(chosen)
+    except ConfigError as exc:
+        raise typer.BadParameter(str(exc), param_hint="'--reasons'") from None
+    return chosen
+
+
+def _kept_note(reasons: list[str] | None, kept: int) -> str | None:
+    """What stayed for its reason, and how to move it, or None when nothing did."""
+    from redrive.reasons import Reasons  # noqa: PLC0415
+
+    if not kept:
+        return None
+    which = ",".join(Reasons.of(reasons).kept())
+    return (
+        f"kept {kept} message(s) dead-lettered as {which.replace(',', ' or ')} where they are "
+        f"(they would die again); --reasons {which} moves them too"
+    )
 
 
 def _check_destination(dlq: str, to: str | None) -> None:
@@ -125,6 +166,7 @@ def _move(
     dry_run: bool,
     depth: int,
     stop: Interrupt,
+    reasons: list[str] | None,
 ) -> MoveReport:
     from redrive import move_now  # noqa: PLC0415
 
@@ -154,10 +196,11 @@ def _move(
             client=client,
             on_message=advance,
             stop=stop.asked,
+            reasons=reasons,
         )
 
 
-def _show(name: str, report: MoveReport, *, dry_run: bool, as_json: bool) -> None:
+def _show(name: str, report: MoveReport, *, dry_run: bool, as_json: bool, kept: str | None) -> None:
     would = sum(1 for row in report.rows if row.action == "would-move")
     moved = would if dry_run else report.moved
     if as_json:
@@ -167,6 +210,7 @@ def _show(name: str, report: MoveReport, *, dry_run: bool, as_json: bool) -> Non
                 "dry_run": dry_run,
                 "moved": moved,
                 "skipped": report.skipped,
+                "kept": report.kept,
                 "failed": report.failed,
                 "messages": [row.as_dict() for row in report.rows],
             }
@@ -174,8 +218,8 @@ def _show(name: str, report: MoveReport, *, dry_run: bool, as_json: bool) -> Non
     else:
         verb = "would move" if dry_run else "moved"
         table = Table(
-            title=f"{name}: {verb} {moved}, failed {report.failed}, skipped {report.skipped} "
-            "(not selected, or past --limit)",
+            title=f"{name}: {verb} {moved}, failed {report.failed}, kept {report.kept}, "
+            f"skipped {report.skipped} (not selected, or past --limit)",
             title_justify="left",
         )
         for column in ("id", "from", "to", "last reason", "last error", "action"):
@@ -187,5 +231,7 @@ def _show(name: str, report: MoveReport, *, dry_run: bool, as_json: bool) -> Non
                 cells = (row.id, row.source or "-", row.target or "-", reason, row.error_type)
                 table.add_row(*cells, action)
         out.print(table)
+    if kept is not None:
+        err.print(f"note: {kept}", markup=False, soft_wrap=True)
     if report.failed:
         raise fail(f"{report.failed} message(s) could not be moved; they stay in {name}")

@@ -1,4 +1,5 @@
-"""`redrive --filter EXPR`: which dead-lettered messages to move. Pure: no I/O.
+"""`--filter EXPR` of `redrive` (which dead-lettered messages to move) and `inspect` (which
+peeked messages to show). Pure: no I/O.
 
     TEXT              the body contains TEXT (the body as sent, e.g. JSON text)
     body:TEXT         the same, for a TEXT that starts with one of these prefixes
@@ -7,9 +8,10 @@
     attr:NAME         the message has an attribute NAME
     error:TYPE        the last error's type is TYPE (`TimeoutError` also matches
                       `asyncio.TimeoutError`)
-    reason:REASON     the last dead-letter reason is REASON: retries_exhausted, expired,
-                      invalid_body, moved_by_sqs (SQS's RedrivePolicy moved it), or the
-                      text a handler gave dead_letter()
+    reason:REASON     the last dead-letter reason is in the category REASON:
+                      retries_exhausted, expired, invalid_body, moved_by_sqs (SQS's
+                      RedrivePolicy moved it), requested (any reason a handler gave
+                      dead_letter()); or it is exactly the text REASON a handler gave
     !EXPR             not EXPR
 
 Several `--filter` options must all match.
@@ -22,6 +24,7 @@ from collections.abc import Callable, Sequence
 
 import typer
 
+from sqsbatch._core.reasons import matches
 from sqsbatch.envelope import DecodedMessage, death_reason
 
 __all__ = ["Select", "parse_filter", "parse_filters"]
@@ -60,7 +63,7 @@ def _positive(expression: str, given: str) -> Select:
     if kind == "error":
         return _error(rest)
     if kind == "reason":
-        return lambda message: death_reason(message.envelope) == rest
+        return lambda message: matches(death_reason(message.envelope), rest)
     return lambda message: rest in message.raw_body
 
 

@@ -25,6 +25,7 @@ from sqsbatch.cli.common import (
     wants_json,
 )
 from sqsbatch.cli.escape import preview, printable
+from sqsbatch.cli.filters import parse_filters
 from sqsbatch.cli.peek import (
     Peeked,
     at_limit_line,
@@ -53,10 +54,18 @@ PREVIEW_CHARS = 60
 
 
 @app.command("inspect")
-def inspect_queue(
+def inspect_queue(  # noqa: PLR0917 - typer options are parameters
     ctx: typer.Context,
     queue: Annotated[str, typer.Argument(help="Queue name or URL.")],
     limit: Annotated[int, typer.Option(min=1, max=100, help="Messages to peek at.")] = 10,
+    filters: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--filter",
+            help="Show only the peeked messages that match, as redrive --filter: TEXT, re:REGEX, "
+            "attr:NAME=VALUE, error:TYPE, reason:REASON, !EXPR; repeat to require all.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
     force: Annotated[
         bool,
@@ -80,7 +89,11 @@ def inspect_queue(
     processing it. So there inspect peeks one message at a time and stops at the first such
     message: it shows what it peeked, names that message and exits 1. --force peeks ten at a
     time without stopping, names such messages and exits 0.
+
+    --filter shows only the peeked messages that match (the grammar of redrive --filter): the
+    others were peeked all the same.
     """
+    select = parse_filters(filters or [])
     sqs = sqs_for(ctx)
     attributes = queue_attributes(sqs, queue)
     counts = {
@@ -99,15 +112,16 @@ def inspect_queue(
     rows = [
         describe(m, on_dlq=on_dlq) | {"at_receive_limit": m["MessageId"] in reached}
         for m in peeked.messages
+        if select is None or select(decode(m))
     ]
     name = queue_name(queue)
     if as_json:
         print_json(
-            {"queue": name, **counts, "max_receive_count": limit_count, "peeked": len(rows)}
-            | {"messages": rows}
+            {"queue": name, **counts, "max_receive_count": limit_count}
+            | {"peeked": len(peeked.messages), "shown": len(rows), "messages": rows}
         )
     else:
-        out.print(_table(name, rows, counts, limit_count))
+        out.print(_table(name, rows, counts, limit_count, peeked=len(peeked.messages)))
     if limit_count is not None and peeked.at_limit:
         line = at_limit_line(name, peeked, limit_count, force=force)
         if not force:
@@ -160,7 +174,12 @@ def describe(raw: dict[str, Any], *, on_dlq: bool = False) -> dict[str, Any]:
 
 
 def _table(
-    name: str, rows: list[dict[str, Any]], counts: dict[str, int], limit_count: int | None
+    name: str,
+    rows: list[dict[str, Any]],
+    counts: dict[str, int],
+    limit_count: int | None,
+    *,
+    peeked: int,
 ) -> Table:
     """Everything from the queue is escaped (`escape.printable`): no control character or
     terminal escape sequence of a body, attribute, id or error reaches the terminal."""
@@ -177,7 +196,8 @@ def _table(
             "the next receive moves it to the DLQ unprocessed."
         )
     table = Table(
-        title=f"{name}: peeked {len(rows)} of ~{counts['visible']} visible",
+        title=f"{name}: peeked {peeked} of ~{counts['visible']} visible"
+        + (f", {len(rows)} match --filter" if len(rows) != peeked else ""),
         title_justify="left",
         caption=" ".join(notes),
         caption_justify="left",
@@ -219,6 +239,18 @@ def send(
     delay: Annotated[
         int | None, typer.Option(min=0, max=86_400, help="Delay in seconds (over 900: hops).")
     ] = None,
+    ttl: Annotated[
+        float | None,
+        typer.Option(
+            min=1,
+            max=1_209_600,
+            metavar="SECONDS",
+            help="A deadline from now: past it the consumer dead-letters the message (reason "
+            "expired) instead of handling it (default: the queue's [[queues.producers]] "
+            "ttl_seconds, else none).",
+            show_default=False,
+        ),
+    ] = None,
     text: Annotated[bool, typer.Option("--text", help="Send the body as text.")] = False,
     json_body: Annotated[
         bool, typer.Option("--json-body", help="The body is JSON: parse it, refuse it if not.")
@@ -259,6 +291,7 @@ def send(
         raise typer.BadParameter("--text and --json-body exclude each other")
     options: dict[str, Any] = {
         "delay_seconds": delay,
+        "ttl_seconds": ttl,
         "attributes": _attributes(attribute or []),
         "group_id": group_id,
         "deduplication_id": deduplication_id,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -42,6 +43,22 @@ def dead(sqs: Any, dlq: str, source: str) -> None:
         # redriven after its death, then moved by SQS: no entry since the redrive
         (Envelope(redrives=1).died(Death("expired", "q", 0, 1.0)), MOVED_BY_SQS),
         (Envelope(redrives=1).died(Death("a", "q", 0, 1.0)).died(Death("b", "q", 1, 2.0)), "b"),
+        # as a redrive records it: the dead count at the redrive, then moved by SQS
+        (
+            Envelope(redrives=1, dead_count=1, dead_count_at_redrive=1).died(
+                Death("a", "q", 0, 1.0)
+            ),
+            "a",
+        ),
+        (
+            replace(Envelope().died(Death("a", "q", 0, 1.0)), redrives=1, dead_count_at_redrive=1),
+            MOVED_BY_SQS,
+        ),
+        # moved by SQS first (no death), redriven, then dead-lettered by sqsbatch: its reason
+        (
+            Envelope(redrives=1, dead_count_at_redrive=0).died(Death("expired", "q", 0, 1.0)),
+            "expired",
+        ),
     ],
 )
 def test_the_reason_is_the_last_death_or_moved_by_sqs(envelope: Envelope, reason: str) -> None:
@@ -71,7 +88,8 @@ def test_kept_reasons_go_to_the_parking_queue_when_one_is_set(sqs: Any, name: st
     ("reasons", "moved"),
     [
         (["expired"], ["expired"]),
-        (["moved_by_sqs", "tenant gone"], ["crashed", "tenant gone"]),
+        (["moved_by_sqs", "requested:tenant gone"], ["crashed", "tenant gone"]),
+        (["requested"], ["tenant gone"]),
         (["all"], ["crashed", "expired", "invalid_body", "retries_exhausted", "tenant gone"]),
     ],
 )
@@ -130,7 +148,7 @@ def test_manual_redrive_filters_on_the_last_reason(
     assert report["moved"] == 3
     skipped = {row["reason"] for row in report["messages"] if row["action"] == "skipped"}
     assert skipped == {"expired", "invalid_body"}
-    result = runner.invoke(app, [*args, "--filter", "reason:expired"])
+    result = runner.invoke(app, [*args, "--filter", "reason:expired", "--reasons", "expired"])
     assert json.loads(result.stdout)["moved"] == 1
     assert sorted(bodies(sqs, source)) == ["crashed", "expired", "retries_exhausted", "tenant gone"]
 
