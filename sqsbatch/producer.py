@@ -208,6 +208,8 @@ class ProducerBase:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.delivery_delay = producer_delay(queue, delivery_delay)
+        if ttl_seconds is None:  # [[queues.producers]] ttl_seconds, SQSBATCH_TTL_SECONDS
+            ttl_seconds = ProducerConfig.load(queue).ttl_seconds
         self.ttl_seconds = check_ttl("ttl_seconds", ttl_seconds)
         self.queue = queue
         self._limits = limits

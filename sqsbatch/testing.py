@@ -18,22 +18,24 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any, Literal, cast
 
 from sqsbatch._async.flavour import AsyncBatchHandler
 from sqsbatch._core.closing import failure_of, handler_end
+from sqsbatch._core.context import QueueContext
 from sqsbatch._core.entries import Outbound, send_entry
 from sqsbatch._core.handlers import check_handler, is_async_handler
 from sqsbatch._core.ledger import ActionKind, actions_for
 from sqsbatch._core.queue_settings import check_dead_letter_queue, resolve_settings
 from sqsbatch._core.receiving import split_received
+from sqsbatch._core.screening import BodyModel, Doomed, Screen, close_screened, screen
 from sqsbatch._core.shapes import is_fifo, queue_name
 from sqsbatch._sync.flavour import BatchHandler
 from sqsbatch.attributes import UserAttribute, encode_attributes
-from sqsbatch.config import ConsumerConfig
+from sqsbatch.config import MAX_TTL_SECONDS, ConsumerConfig
 from sqsbatch.envelope import ContentType, Envelope, ErrorInfo, encode_body
 from sqsbatch.errors import MessageError, SqsBatchError
 from sqsbatch.handler_tasks import run_async_handler, run_in_thread, run_returned
@@ -60,7 +62,8 @@ class TestMessage:
     """A body with what a producer and SQS would have set: `id` (default `message-<index>`),
     `attempts` (1 on the first delivery, `max_retries + 1` on the last), `timestamp` (the send,
     timezone-aware, kept to the millisecond as SQS keeps it; default now), `attributes`,
-    `group_id` (FIFO) and `content_type` (as `send` takes them)."""
+    `group_id` (FIFO), `content_type` and `ttl_seconds` (a deadline from `timestamp`), as
+    `send` takes them."""
 
     __test__ = False  # not a pytest test class, though its name starts with "Test"
 
@@ -72,6 +75,7 @@ class TestMessage:
     attributes: Mapping[str, UserAttribute] | None = None
     group_id: str | None = None
     content_type: ContentType | None = None
+    ttl_seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,9 @@ class MessageResult:
     delay_seconds: int | None = None
     explicit: bool = True
     error: ErrorInfo | None = None
+    reason: str | None = None
+    """Why it was dead-lettered or dropped: `retries_exhausted`, `expired`, `invalid_body`
+    (screened out before the handler), or the text given `dead_letter(reason)`."""
 
 
 @dataclass(frozen=True)
@@ -130,17 +137,28 @@ def run_handler(
     *,
     config: ConsumerConfig | None = None,
     queue: str | None = None,
+    body_model: Any = None,
 ) -> HandlerResult:
     """Hand `handler` (sync or `async def`) one batch of `messages` and settle it.
 
     Each item is a body (JSON value, `str` or `bytes`) or a `TestMessage`. `config` defaults to
     `ConsumerConfig()`; `queue` (a name or URL) to `test-queue`, or `test-queue.fifo` when the
     messages have group ids. Bad input raises one line (`MessageError`, `ConfigError`).
+
+    Messages are screened first, by the consumers' own code: one past its deadline (its
+    `TestMessage(timestamp=)` older than `config.max_message_age`, or its `ttl_seconds` gone)
+    is dead-lettered with reason `expired`; one whose body fails `body_model` (anything
+    pydantic's `TypeAdapter` takes), with reason `invalid_body`. The handler sees the others,
+    their bodies validated; it is not called when none is left.
     """
     if is_async_handler(handler):
         _check_no_running_loop()
-        return asyncio.run(run_handler_async(handler, messages, config=config, queue=queue))
-    run = _Run.start(handler, messages, config, queue)
+        return asyncio.run(
+            run_handler_async(handler, messages, config=config, queue=queue, body_model=body_model)
+        )
+    run = _Run.start(handler, messages, config, queue, body_model)
+    if not run.batch.messages:
+        return run.finish(False, None)
     return run.finish(*run_in_thread(handler, run.batch, run.config.handler_timeout))
 
 
@@ -150,10 +168,13 @@ async def run_handler_async(
     *,
     config: ConsumerConfig | None = None,
     queue: str | None = None,
+    body_model: Any = None,
 ) -> HandlerResult:
     """`run_handler` for a test already in an event loop (a sync handler runs in a thread; an
     awaitable it returns is awaited here, as the Lambda adapter awaits it)."""
-    run = _Run.start(handler, messages, config, queue)
+    run = _Run.start(handler, messages, config, queue, body_model)
+    if not run.batch.messages:
+        return run.finish(False, None)
     budget = run.config.handler_timeout
     if is_async_handler(handler):
         handler_ = cast(AsyncBatchHandler, handler)
@@ -174,6 +195,10 @@ class _Run:
     batch: MessageBatch
     config: ConsumerConfig
     queue: str
+    screened: list[MessageResult] = field(default_factory=list)
+    """The messages screened out before the handler (expired, invalid body)."""
+    positions: list[int] = field(default_factory=list)
+    """The index in `messages` of each message of `batch`."""
 
     @classmethod
     def start(
@@ -182,8 +207,10 @@ class _Run:
         messages: Sequence[object],
         config: ConsumerConfig | None,
         queue: str | None,
+        body_model: Any = None,
     ) -> _Run:
         check_handler(handler)
+        model = BodyModel(body_model) if body_model is not None else None
         config = config if config is not None else ConsumerConfig()
         items = _checked(messages, config.max_batch_size)
         if queue is None:
@@ -199,10 +226,18 @@ class _Run:
             visibility=config.visibility_timeout,
             wall_now=wall_now,
         )
-        return cls(MessageBatch(queue_name(queue), received.deliveries), config, queue)
+        how = Screen(config.max_message_age, model)
+        found = screen(received.deliveries, how, wall_now=wall_now, queue=queue_name(queue))
+        index = {id(delivery): i for i, delivery in enumerate(received.deliveries)}
+        run = cls(MessageBatch(queue_name(queue), found.live), config, queue)
+        run.positions = [index[id(delivery)] for delivery in found.live]
+        run.screened = _screened(found.doomed, index, queue, config, wall_now)
+        return run
 
     def finish(self, timed_out: bool, error: BaseException | None) -> HandlerResult:
         """Seal the ledger and settle as the front ends do, on a queue with no RedrivePolicy."""
+        if not self.batch.messages:  # all screened out: no handler ran
+            return HandlerResult(self.screened)
         # Not logged as the front ends log it: the result carries the error.
         end = handler_end(self.batch, self.config, timed_out=timed_out, error=error)
         settings = resolve_settings(self.queue, self.config, {})
@@ -220,13 +255,44 @@ class _Run:
             wall_now=time.time(),
             fifo=is_fifo(self.queue),
         )
-        outcomes = []
+        outcomes = list(self.screened)
         for message, decision, action in zip(self.batch.messages, decisions, actions, strict=True):
             fate = _FATES[action.kind]
             delay = action.delay_seconds if fate == "retried" else None
             found = (message.id, message.body, message.attempts, fate, delay, decision.explicit)
-            outcomes.append(MessageResult(action.index, *found, action.error))
+            reason = action.reason if fate in ("dead_lettered", "dropped") else None
+            position = self.positions[action.index]
+            outcomes.append(MessageResult(position, *found, action.error, reason))
+        outcomes.sort(key=lambda outcome: outcome.index)
         return HandlerResult(outcomes, end.error, timed_out)
+
+
+def _screened(
+    doomed: Sequence[Doomed],
+    index: Mapping[int, int],
+    queue: str,
+    config: ConsumerConfig,
+    wall_now: float,
+) -> list[MessageResult]:
+    """The results of the messages screened out, closed as the consumers close them."""
+    if not doomed:
+        return []
+    settings = resolve_settings(queue, config, {})
+    context = QueueContext.of(queue, settings, config.dead_letter_queue)
+    batch, closing = close_screened(doomed, context, wall_now=wall_now)
+    return [
+        MessageResult(
+            index[id(item.delivery)],
+            message.id,
+            message.body,
+            message.attempts,
+            _FATES[closing.kinds[i]],
+            explicit=False,
+            error=item.error,
+            reason=item.reason,
+        )
+        for i, (item, message) in enumerate(zip(doomed, batch.messages, strict=True))
+    ]
 
 
 def _checked(messages: Sequence[object], max_batch_size: int) -> list[TestMessage]:
@@ -251,7 +317,7 @@ def _received(index: int, item: TestMessage, queue: str, wall_now: float) -> dic
         body, content_type = encode_body(item.body, item.content_type)
         outbound = Outbound(
             body,
-            Envelope(content_type=content_type),
+            Envelope(content_type=content_type, expires_at=_expires_at(item, sent_ms)),
             encode_attributes(item.attributes),
             group_id=item.group_id,
         )
@@ -283,6 +349,15 @@ def _delivery_fields(item: TestMessage, wall_now: float) -> tuple[int, int]:
     if not isinstance(sent, datetime) or sent.tzinfo is None:
         raise MessageError(f"timestamp={sent!r} is invalid: must be a timezone-aware datetime")
     return attempts, (sent - _EPOCH) // timedelta(milliseconds=1)
+
+
+def _expires_at(item: TestMessage, sent_ms: int) -> float | None:
+    ttl = item.ttl_seconds
+    if ttl is None:
+        return None
+    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 1 <= ttl <= MAX_TTL_SECONDS:
+        raise MessageError(f"ttl_seconds={ttl!r} is invalid: must be seconds 1..{MAX_TTL_SECONDS}")
+    return sent_ms / 1000 + ttl
 
 
 def _check_no_running_loop() -> None:

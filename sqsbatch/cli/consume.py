@@ -3,26 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import os
-import sys
-import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
-from types import ModuleType
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
 from sqsbatch._botocore import receives_fail_fast
-from sqsbatch._core.handlers import is_async_handler, wrapped_async
+from sqsbatch._core.handlers import disguised_async, is_async_handler
 from sqsbatch._core.receiving import connections_for
 from sqsbatch.cli.common import CliError, Connection, connection, err, out, print_json, say
 from sqsbatch.cli.foreground import Foreground
+from sqsbatch.cli.loading import load_body_model, load_handler
 from sqsbatch.cli.logs import (
     LogFormat,
     LogFormatOption,
@@ -39,90 +35,7 @@ from sqsbatch.limits import SqsLimits
 __all__ = ["app", "load_handler"]
 
 app = typer.Typer()
-
-
-def load_handler(spec: str) -> Any:
-    """The callable named by `package.module:function` or `path/to/file.py:function`.
-
-    The current directory is importable, and so is a file's own directory (a file may import
-    its neighbours). A module that does not import is one line naming the file and the line.
-    """
-    source, sep, attribute = spec.rpartition(":")
-    if not sep or not source or not attribute:
-        raise typer.BadParameter(
-            f"{spec!r}: expected MODULE:FUNCTION or FILE.py:FUNCTION, e.g. app.jobs:handle"
-        )
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    module = _import_file(source) if _is_path(source) else _import(source, source)
-    target: Any = module
-    for part in attribute.split("."):
-        if not hasattr(target, part):
-            raise CliError(f"module {source!r} has no {attribute!r}")
-        target = getattr(target, part)
-    if not callable(target):
-        raise CliError(f"{spec} is not callable")
-    return target
-
-
-def _is_path(source: str) -> bool:
-    return source.endswith(".py") or "/" in source or os.sep in source
-
-
-def _import_file(source: str) -> ModuleType:
-    """The module of a `.py` file, imported by its name from its own directory."""
-    file = Path(source)
-    if file.suffix != ".py" or not file.is_file():
-        raise CliError(f"{source}: no such Python file")
-    folder = str(file.resolve().parent)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    module = _import(file.stem, source)
-    found = getattr(module, "__file__", None)
-    if found is None or Path(found).resolve() != file.resolve():
-        raise CliError(
-            f"{source}: the module name {file.stem!r} is taken by {found or 'a built-in module'};"
-            " rename the file"
-        )
-    return module
-
-
-def _import(name: str, shown: str) -> ModuleType:
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
-            raise CliError(f"cannot import {shown!r}: {exc}") from None  # it is not there
-        raise CliError(_import_failure(shown, exc)) from None
-    except (Exception, SystemExit) as exc:  # SyntaxError, ImportError, whatever it raises
-        raise CliError(_import_failure(shown, exc)) from None
-
-
-def _import_failure(shown: str, exc: BaseException) -> str:
-    """`cannot import jobs: NameError at jobs.py:3: name 'x' is not defined`."""
-    what = exc.msg if isinstance(exc, SyntaxError) else str(exc)
-    return f"cannot import {shown}: {type(exc).__name__} at {_where(exc)}: {what}"
-
-
-def _where(exc: BaseException) -> str:
-    """The file and line of the user's code where an import failed."""
-    if isinstance(exc, SyntaxError) and exc.filename:
-        return f"{_shown_path(exc.filename)}:{exc.lineno}"
-    frames = [
-        frame
-        for frame in traceback.extract_tb(exc.__traceback__)
-        if not frame.filename.startswith("<")
-        and frame.filename != __file__
-        and f"{os.sep}importlib{os.sep}" not in frame.filename
-    ]
-    if not frames:
-        return "?"
-    return f"{_shown_path(frames[-1].filename)}:{frames[-1].lineno}"
-
-
-def _shown_path(path: str) -> str:
-    relative = os.path.relpath(path)
-    return path if relative.startswith("..") else relative
+DEFAULT_IDLE_SECONDS = 2.0
 
 
 @app.command()
@@ -167,8 +80,28 @@ def consume(
         bool, typer.Option("--once", help="Stop when the queue is idle, then exit 0.")
     ] = False,
     idle_seconds: Annotated[
-        float, typer.Option(min=0.1, help="With --once: how long 'idle' is.")
-    ] = 2.0,
+        float | None,
+        typer.Option(
+            min=0.1, help="With --once: how long 'idle' is (default: 2).", show_default=False
+        ),
+    ] = None,
+    max_message_age: Annotated[
+        float | None,
+        typer.Option(
+            min=1,
+            max=1_209_600,
+            metavar="SECONDS",
+            help="Dead-letter (reason expired) messages older than this, before the handler.",
+        ),
+    ] = None,
+    body_model: Annotated[
+        str | None,
+        typer.Option(
+            metavar="MODULE:NAME",
+            help="Validate each body with this pydantic model (or anything pydantic's "
+            "TypeAdapter takes); an invalid one is dead-lettered (reason invalid_body).",
+        ),
+    ] = None,
     poll_seconds: Annotated[
         int,
         typer.Option(
@@ -224,7 +157,13 @@ def consume(
         max_concurrency=max_concurrency,
         visibility_timeout=visibility_timeout,
         stall_seconds=stall_seconds,
+        max_message_age=max_message_age,
     )
+    if idle_seconds is not None and not once:
+        raise typer.BadParameter(
+            "--idle-seconds goes with --once (stop when idle): add --once, or drop --idle-seconds",
+            param_hint="'--idle-seconds'",
+        )
     with cli_logging(log_format, log_level(level, verbose, default=logging.WARNING)):
         function = load_handler(handler)
         config = ConsumerConfig.load(queue, None, **given)  # flags > SQSBATCH_* > toml
@@ -234,7 +173,8 @@ def consume(
             function=function,
             config=config,
             limits=SqsLimits(max_wait_seconds=poll_seconds),
-            until_idle=idle_seconds if once else None,
+            until_idle=(idle_seconds or DEFAULT_IDLE_SECONDS) if once else None,
+            body_model=load_body_model(body_model) if body_model is not None else None,
             health_file=health_file,
         )
         try:
@@ -256,6 +196,8 @@ class _Run:
     until_idle: float | None
     """With --once: how long idle is; None runs until a signal."""
     health_file: str | None = None
+    body_model: Any = None
+    """With --body-model: what validates each body."""
 
     def foreground(
         self, work: Callable[[], object], stop: Callable[[], None], stats: Counters
@@ -288,10 +230,14 @@ def _given(**flags: object) -> dict[str, object]:
 def _check_kind(function: Any, spec: str, *, use_async: bool) -> None:
     is_async = is_async_handler(function)  # an `async def` under a decorator counts too
     if is_async and not use_async:
-        wraps = " (under a decorator)" if wrapped_async(function) else ""
-        raise CliError(f"{spec} is `async def`{wraps}: run it with --async")
+        disguise = disguised_async(function)
+        kind = f"{disguise} (it returns a coroutine)" if disguise else "is `async def`"
+        raise CliError(f"{spec} {kind}: run it with --async")
     if use_async and not is_async:
-        raise CliError(f"{spec} is not `async def`: drop --async")
+        raise CliError(
+            f"{spec} is not `async def`: drop --async (a def that returns a coroutine: "
+            "annotate it -> Awaitable[None])"
+        )
 
 
 def _run_sync(ctx: typer.Context, run: _Run) -> tuple[dict[str, int], int]:
@@ -311,6 +257,7 @@ def _run_sync(ctx: typer.Context, run: _Run) -> tuple[dict[str, int], int]:
         client=client,
         limits=run.limits,
         health_file=run.health_file,
+        body_model=run.body_model,
     )
     run.starting(consumer.stall_seconds)  # once the consumer is made: bad settings fail first
     idle = run.until_idle
@@ -341,7 +288,12 @@ def _run_async(ctx: typer.Context, run: _Run) -> tuple[dict[str, int], int]:
 
     with _exported(connection(ctx)):  # the async client is aioboto3's: it reads the env
         consumer = AsyncConsumer(
-            run.queue, run.function, run.config, limits=run.limits, health_file=run.health_file
+            run.queue,
+            run.function,
+            run.config,
+            limits=run.limits,
+            health_file=run.health_file,
+            body_model=run.body_model,
         )
         run.starting(consumer.stall_seconds, " (async)")
         idle = run.until_idle

@@ -42,10 +42,9 @@ def handlers(tmp_path: Path) -> Path:
 
 
 def consume(local_sqs: LocalSqs, *args: str, env: Any = None) -> Result:
+    idle = ["--idle-seconds", "0.5"] if "--once" in args else []  # it goes with --once
     return runner.invoke(
-        app,
-        ["--endpoint-url", local_sqs.endpoint_url, "consume", *args, "--idle-seconds", "0.5"],
-        env=env,
+        app, ["--endpoint-url", local_sqs.endpoint_url, "consume", *args, *idle], env=env
     )
 
 
