@@ -39,6 +39,11 @@ def health(
     """
     if not max_age > 0:
         raise typer.BadParameter(f"{max_age:g} is invalid: must be > 0", param_hint="--max-age")
+    if Path(path).is_dir():
+        raise typer.BadParameter(
+            f"{path} is a directory: give the file that --health-file names{_nearest(Path(path))}",
+            param_hint="PATH",
+        )
     if not Path(path).exists():
         raise fail(f"unhealthy: {path} does not exist (no process writes it)")
     age = age_seconds(path, time.time())
@@ -47,3 +52,12 @@ def health(
     if age > max_age:
         raise fail(f"unhealthy: {path} last touched {age:.1f} s ago (--max-age {max_age:g})")
     out.print(f"healthy: {path} touched {max(age, 0.0):.1f} s ago", markup=False, highlight=False)
+
+
+def _nearest(folder: Path) -> str:
+    """`, e.g. DIR/x.health`: a health file in the directory, else the usual name there."""
+    try:
+        found = sorted(p for p in folder.iterdir() if p.suffix == ".health" and p.is_file())
+    except OSError:
+        found = []
+    return f", e.g. {found[0] if found else folder / 'sqsbatch.health'}"

@@ -35,6 +35,7 @@ NO_OLDEST_AGE = (
     "does; sqsbatch never receives messages just to look)"
 )
 ONE_READING = "DLQ growing: unknown from one reading (--watch compares readings)"
+DEFAULT_INTERVAL = 5.0
 
 
 @dataclass(frozen=True)
@@ -92,8 +93,14 @@ def stats(  # noqa: PLR0917 - typer options are parameters
         bool, typer.Option("--watch", "-w", help="Refresh in place until Ctrl-C.")
     ] = False,
     interval: Annotated[
-        float, typer.Option(min=0.1, max=3600, help="With --watch: seconds between readings.")
-    ] = 5.0,
+        float | None,
+        typer.Option(
+            min=0.1,
+            max=3600,
+            help="With --watch: seconds between readings (default: 5).",
+            show_default=False,
+        ),
+    ] = None,
     count: Annotated[
         int | None, typer.Option(min=1, help="With --watch: stop after this many readings.")
     ] = None,
@@ -106,9 +113,16 @@ def stats(  # noqa: PLR0917 - typer options are parameters
     DLQ grows needs two readings: --watch compares each reading with the first. With --json
     (and --watch) one JSON object per reading, one per line.
     """
+    if not watch and (count is not None or interval is not None):
+        given = "--count" if count is not None else "--interval"
+        raise typer.BadParameter(
+            f"{given} goes with --watch (repeated readings): add --watch, or drop {given}",
+            param_hint=f"'{given}'",
+        )
     sqs = sqs_for(ctx)
     as_json = as_json or wants_json(ctx)
-    readings = _readings(sqs, queue, interval, 1 if not watch else count)
+    every = interval if interval is not None else DEFAULT_INTERVAL
+    readings = _readings(sqs, queue, every, 1 if not watch else count)
     if as_json:
         for reading in readings:
             if watch:
