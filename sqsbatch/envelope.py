@@ -282,7 +282,8 @@ def encode_body(body: object, content_type: ContentType | None = None) -> tuple[
     body = _model_json(body, content_type)
     content_type = content_type or _content_type_of(body)
     if content_type not in CONTENT_TYPES:
-        raise MessageError(f"content_type={content_type!r} is invalid (accepted: {CONTENT_TYPES})")
+        accepted = ", ".join(CONTENT_TYPES)
+        raise MessageError(f"content_type={content_type!r} is invalid (accepted: {accepted})")
     if content_type == "bytes":
         if not isinstance(body, bytes | bytearray):
             raise MessageError(f"content_type='bytes' needs bytes, not {type(body).__name__}")

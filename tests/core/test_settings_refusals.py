@@ -12,6 +12,8 @@ import pytest
 from redrive.settings import RedriveSettings
 from sqsbatch import ConfigError, ConsumerConfig, ProducerConfig
 from sqsbatch.config import accepted_text, load_file
+from sqsbatch.envelope import encode_body
+from sqsbatch.errors import MessageError
 
 PYTHON_WORDS = ("Optional", "|", "None", "Annotated", "Union", "NoneType", "<class")
 
@@ -140,3 +142,9 @@ def test_an_unknown_redrive_variable_is_a_warning_naming_the_nearest(
         "unknown environment variable SQSBATCH_REDRIVE_BASEDELAY is ignored "
         "(did you mean 'SQSBATCH_REDRIVE_BASE_DELAY'?)",
     ]
+
+
+def test_a_bad_content_type_lists_the_accepted_ones_in_words() -> None:
+    with pytest.raises(MessageError) as raised:
+        encode_body("x", "yaml")  # type: ignore[arg-type]
+    assert str(raised.value) == "content_type='yaml' is invalid (accepted: json, text, bytes)"
