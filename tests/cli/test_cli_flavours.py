@@ -23,7 +23,9 @@ from tests.support.sqs_helpers import depth
 runner = CliRunner()
 
 DECO = """
+from __future__ import annotations
 import functools, json
+from collections.abc import Awaitable
 
 def logged(fn):
     @functools.wraps(fn)
@@ -36,6 +38,9 @@ async def handle(batch):
     with open("handled.jsonl", "a") as out:
         for message in batch.messages:
             out.write(json.dumps(message.body) + "\\n")
+
+def returning(batch) -> Awaitable[None]:  # a def, no decorator, that says what it returns
+    return handle.__wrapped__(batch)
 """
 
 
@@ -59,25 +64,27 @@ def fill(sqs: Any, name: str, count: int) -> None:
     Producer(name, client=sqs).send_batch([{"body": i} for i in range(count)])
 
 
-def test_a_decorated_async_handler_without_async_is_refused_and_nothing_is_deleted(
-    local_sqs: LocalSqs, sqs: Any, name: str, tmp_path: Path
+@pytest.mark.parametrize(("function", "says"), [("handle", "wraps"), ("returning", "annotated")])
+def test_a_sync_callable_returning_a_coroutine_without_async_is_refused_and_nothing_is_deleted(
+    local_sqs: LocalSqs, sqs: Any, name: str, tmp_path: Path, *, function: str, says: str
 ) -> None:
     (tmp_path / "deco.py").write_text(DECO)
     fill(sqs, name, 20)
-    result = consume(local_sqs, "deco:handle", "-q", name, "--once")
+    result = consume(local_sqs, f"deco:{function}", "-q", name, "--once")
     assert result.exit_code == 1, result.output
     [line] = result.stderr.strip().splitlines()
-    assert line.startswith("error: ") and "--async" in line and "decorator" in line, line
+    assert line.startswith("error: ") and "--async" in line and says in line, line
     assert depth(sqs, name) == 20
     assert not (tmp_path / "handled.jsonl").exists()
 
 
-def test_a_decorated_async_handler_runs_with_async(
-    local_sqs: LocalSqs, sqs: Any, name: str, tmp_path: Path
+@pytest.mark.parametrize("function", ["handle", "returning"])
+def test_a_sync_callable_returning_a_coroutine_runs_with_async(
+    local_sqs: LocalSqs, sqs: Any, name: str, tmp_path: Path, *, function: str
 ) -> None:
     (tmp_path / "deco.py").write_text(DECO)
     fill(sqs, name, 20)
-    args = ("deco:handle", "-q", name, "--async", "--once", "--max-batch-timeout", "0.2")
+    args = (f"deco:{function}", "-q", name, "--async", "--once", "--max-batch-timeout", "0.2")
     result = consume(local_sqs, *args, "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["stats"]["acked"] == 20

@@ -48,7 +48,7 @@ def logged(function: AsyncHandler) -> Callable[[MessageBatch], Awaitable[None]]:
     """The issue's plain decorator: a sync wrapper that returns the coroutine unawaited."""
 
     @functools.wraps(function)
-    def wrapper(batch: MessageBatch) -> Awaitable[None]:
+    def wrapper(batch: MessageBatch) -> Any:  # unannotated, as the issue's
         return function(batch)
 
     return wrapper
@@ -111,7 +111,7 @@ def test_consumer_fails_a_batch_whose_handler_returns_a_coroutine(
     async def work(batch: MessageBatch) -> None:
         ran.extend(m.body for m in batch.messages)
 
-    def handle(batch: MessageBatch) -> Awaitable[None]:
+    def handle(batch: MessageBatch) -> Any:  # says nothing
         seen.extend((m.body, m.attempts) for m in batch.messages)
         for message in batch.messages:
             if message.body == 0:
@@ -147,7 +147,7 @@ def test_run_handler_fails_a_sync_handler_that_returns_a_coroutine(
     async def work(batch: MessageBatch) -> None:
         ran.extend(m.body for m in batch.messages)
 
-    def handle(batch: MessageBatch) -> Awaitable[None]:
+    def handle(batch: MessageBatch) -> Any:  # says nothing
         batch.messages[0].ack()
         return work(batch)
 
@@ -179,22 +179,46 @@ def returning(ran: list[tuple[int, int]]) -> Callable[[MessageBatch], Awaitable[
     """A sync callable with no decorator to read through that returns the coroutine."""
     inner = decorated(ran).__wrapped__  # type: ignore[attr-defined]
 
+    def handle(batch: MessageBatch) -> Any:  # says nothing
+        return inner(batch)
+
+    return handle
+
+
+def annotated(ran: list[tuple[int, int]]) -> Callable[[MessageBatch], Awaitable[None]]:
+    """A sync callable, no decorator, whose return annotation says it returns an awaitable."""
+    inner = decorated(ran).__wrapped__  # type: ignore[attr-defined]
+
     def handle(batch: MessageBatch) -> Awaitable[None]:
         return inner(batch)  # type: ignore[no-any-return]
 
     return handle
 
 
-def test_async_consumer_awaits_what_a_decorated_handler_returns(sqs: Any, name: str) -> None:
+SHAPES = [decorated, annotated, returning]
+
+
+def test_consumer_refuses_a_def_annotated_to_return_an_awaitable_in_one_line() -> None:
+    with pytest.raises(ConfigError, match="annotated to return an awaitable") as raised:
+        Consumer("q", annotated([]), client=object())
+    assert "AsyncConsumer" in str(raised.value) and "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("shape", [decorated, annotated], ids=["decorated", "annotated"])
+def test_async_consumer_awaits_what_the_handler_returns(
+    sqs: Any, name: str, shape: Callable[[list[tuple[int, int]]], Any]
+) -> None:
     fill(sqs, name, [0, 1, 2])
     ran: list[tuple[int, int]] = []
-    consumer = run_async(name, decorated(ran), config(), sqs)
+    consumer = run_async(name, shape(ran), config(), sqs)
     assert sorted(ran) == [(0, 1), (1, 1), (1, 2), (2, 1)]
     assert consumer.stats.handler_errors == 0
     assert depth(sqs, name) == 0
 
 
-@pytest.mark.parametrize("shape", [decorated, returning], ids=["decorated", "returning"])
+@pytest.mark.parametrize(
+    "shape", [decorated, annotated, returning], ids=["decorated", "annotated", "returning"]
+)
 def test_lambda_awaits_what_the_handler_returns(
     sqs: Any, name: str, shape: Callable[[list[tuple[int, int]]], Any]
 ) -> None:
@@ -209,7 +233,9 @@ def test_lambda_awaits_what_the_handler_returns(
     assert depth(sqs, name) == 0
 
 
-@pytest.mark.parametrize("shape", [decorated, returning], ids=["decorated", "returning"])
+@pytest.mark.parametrize(
+    "shape", [decorated, annotated, returning], ids=["decorated", "annotated", "returning"]
+)
 def test_run_handler_awaits_what_the_handler_returns_where_a_loop_is_at_hand(
     shape: Callable[[list[tuple[int, int]]], Any],
 ) -> None:
@@ -217,7 +243,7 @@ def test_run_handler_awaits_what_the_handler_returns_where_a_loop_is_at_hand(
     result = asyncio.run(run_handler_async(shape(ran), [0, 1, 2]))
     assert sorted(ran) == [(0, 1), (1, 1), (2, 1)]
     assert result.raised is None and result.acked == [0, 2] and result.retried == {1: 0}
-    if shape is decorated:  # read through the decorator: run as an `async def`
+    if shape is not returning:  # read through the decorator or the annotation: `async def`
         assert run_handler(shape(ran), [0]).acked == [0]
 
 
