@@ -37,7 +37,7 @@ from sqsbatch.cli.logs import (
     log_level,
 )
 from sqsbatch.cli.options import EndpointUrl, JsonOutput, Profile, Region, version_option
-from sqsbatch.errors import ConfigError
+from sqsbatch.errors import ConfigError, SqsBatchError
 
 __all__ = ["app", "main", "make_client"]
 
@@ -128,6 +128,15 @@ def run(  # noqa: PLR0917 - typer options are parameters
             help="Touch PATH after every receive: for `sqsbatch health PATH --max-age SECONDS`.",
         ),
     ] = None,
+    stall_seconds: Annotated[
+        float | None,
+        Opt(
+            min=0.001,
+            max=86_400,
+            help="Exit non-zero after this long without a completed receive "
+            "(default: 3 long polls + visibility timeout).",
+        ),
+    ] = None,
     log_format: LogFormatOption = LogFormat.AUTO,
     level: LogLevelOption = None,
     verbose: VerboseOption = 0,
@@ -151,6 +160,7 @@ def run(  # noqa: PLR0917 - typer options are parameters
         "parking_queue": parking_queue,
         "reasons": reasons,
         "native": native,
+        "stall_seconds": stall_seconds,
         "endpoint_url": where.endpoint_url,
         "region": where.region,
     }
@@ -177,16 +187,26 @@ def _redrive(
     if once:
         counters = redriver.run_once().as_dict()
     else:
-        _Daemon(
+        daemon = _Daemon(
             work=redriver.run,
             stop=redriver.stop,
             stats=redriver.stats.as_dict,
             title="redrive",
             poll_seconds=settings.wait_seconds,
             visibility_timeout=settings.visibility_timeout,
-        ).run()
+        )
+        try:
+            daemon.run()
+        except SqsBatchError:
+            if redriver.stalled:  # the counters still, then the watchdog's one line
+                _counters(redriver.stats.as_dict(), redriver.requests, as_json=as_json)
+            raise
         counters = redriver.stats.as_dict()
-    counters["requests"] = redriver.requests
+    _counters(counters, redriver.requests, as_json=as_json)
+
+
+def _counters(counters: dict[str, int], requests: int, *, as_json: bool) -> None:
+    counters = {**counters, "requests": requests}
     if as_json:
         typer.echo(json.dumps(counters))
         return

@@ -25,6 +25,7 @@ from redrive.plan import Step, StepResult, counts, move, throttle
 from redrive.policy import BackoffPolicy, JitterSource, jitter_random
 from redrive.reasons import Reasons
 from redrive.report import RedriveStats, event
+from redrive.watchdog import Watchdog, default_stall_seconds
 from sqsbatch._core.backoff import pause_seconds
 from sqsbatch._core.metrics import REDRIVE_METRICS
 from sqsbatch._core.shapes import is_transient, queue_name, receive_params
@@ -53,6 +54,8 @@ class Redriver:
     `health_file` is touched after every completed receive (docs/operations.md).
     `metrics="emf"`: each DLQ's Moved, Hidden, Parked, Skipped and Failed as CloudWatch EMF
     lines on stdout, every `metrics_interval` seconds (`sqsbatch.metrics`).
+    `stall_seconds`: `run()` stops and raises once no receive completed for that long (default:
+    three long polls plus `visibility_timeout`; `redrive.watchdog`).
     """
 
     def __init__(
@@ -75,6 +78,7 @@ class Redriver:
         metrics: str = "off",
         metrics_namespace: str = "sqsbatch",
         metrics_interval: float = 60.0,
+        stall_seconds: float | None = None,
     ) -> None:
         self.dlqs = [dlqs] if isinstance(dlqs, str) else list(dlqs)
         self.health_file = health_file
@@ -96,6 +100,15 @@ class Redriver:
         self._wait_seconds = max(0, min(wait_seconds, limits.max_wait_seconds))
         self._limits = limits
         self._stopping = threading.Event()
+        if stall_seconds is not None and not (
+            isinstance(stall_seconds, int | float) and 0 < stall_seconds <= 86_400
+        ):
+            raise ConfigError(
+                f"stall_seconds={stall_seconds!r} is invalid (accepted: 0 < s <= 86400)"
+            )
+        stall = stall_seconds or default_stall_seconds(self._wait_seconds, visibility_timeout)
+        self._watchdog = Watchdog(stall, clock=clock, on_stall=self._stalled)
+        self._fatal: SqsBatchError | None = None
         self._random = random_module.Random()  # the pause between failed passes
         self._urls: dict[str, str] = {}
         self._sources: dict[str, tuple[str | None, float]] = {}
@@ -135,12 +148,20 @@ class Redriver:
         """Finish the current pass (its sends and deletes), then `run()` returns."""
         self._stopping.set()
 
+    @property
+    def stall_seconds(self) -> float | None:
+        """The watchdog's limit (docs/operations.md)."""
+        return self._watchdog.stall_seconds
+
     def run(self) -> None:
-        """Redrive until `stop()` or SIGTERM/SIGINT; long-polls each DLQ in turn."""
+        """Redrive until `stop()` or SIGTERM/SIGINT; long-polls each DLQ in turn. Raises the
+        watchdog's `SqsBatchError` when no receive completed for `stall_seconds`."""
+        self._fatal = None
+        self._sqs.hook()
         self._start()
         poll = max(1, self._wait_seconds // len(self.dlqs))
         failures = 0
-        with graceful_signals(self._on_signal):
+        with graceful_signals(self._on_signal), self._watchdog.watching(self._stopping):
             while not self._stopping.is_set():
                 for dlq in self.dlqs:
                     if self._stopping.is_set():
@@ -152,6 +173,25 @@ class Redriver:
         for metrics in self._metrics.values():
             metrics.flush()
         event(logging.INFO, {"action": "stopped", **self.stats.as_dict()})
+        if self._fatal is not None:
+            raise self._fatal
+
+    @property
+    def stalled(self) -> bool:
+        """Whether the last `run()` was ended by the watchdog."""
+        return self._fatal is not None
+
+    def _stalled(self, quiet: float) -> None:
+        """The watchdog fired: what is in flight gets one attempt, then `run()` raises."""
+        message = (
+            f"redrive of {', '.join(map(queue_name, self.dlqs))} stalled: no receive completed "
+            f"for {quiet:.1f} s (stall_seconds={self.stall_seconds:g}); stopping so that the "
+            "process can be replaced"
+        )
+        event(logging.ERROR, {"action": "stalled", "error": message})
+        self._fatal = SqsBatchError(message)
+        self._sqs.give_up()
+        self.stop()
 
     def _guarded_pass(self, dlq: str, poll: int, failures: int) -> int:
         """One pass of `run()`; transient SQS errors back off. Returns consecutive failures."""
@@ -225,6 +265,7 @@ class Redriver:
         )
         received_at = self._clock()
         raw = self._sqs.call("receive_message", params, queue=queue_name(dlq)).get("Messages", [])
+        self._watchdog.alive()
         if self._health is not None:
             self._health.touch()
         if not raw:
@@ -286,7 +327,8 @@ class Redriver:
 
     def _wait_for_tokens(self) -> None:
         if self._bucket is not None:
-            self._stopping.wait(self._bucket.wait_seconds(1, self._clock()))
+            with self._watchdog.busy():  # waiting for the rate limit is work, not a stall
+                self._stopping.wait(self._bucket.wait_seconds(1, self._clock()))
 
     def _on_signal(self, sig: signal.Signals) -> None:
         event(logging.INFO, {"action": "stopping", "signal": sig.name})

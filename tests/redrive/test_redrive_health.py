@@ -3,7 +3,9 @@ too), checked by `sqsbatch health`; a bad path is one error before anything star
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -13,12 +15,16 @@ import pytest
 from typer.testing import CliRunner
 
 from redrive import Redriver, cli
+from redrive.watchdog import Watchdog
+from sqsbatch._sync.flavour import default_client
 from sqsbatch.cli.app import app
-from sqsbatch.errors import ConfigError
+from sqsbatch.errors import ConfigError, SqsBatchError
 from sqsbatch.health import age_seconds
 from sqsbatch.local import LocalSqs
+from tests.cli.test_cli_process import SCRIPT, env
 from tests.support.cli_results import ok, one_line_error
 from tests.support.redrive import make_queues
+from tests.support.silent_proxy import silent_proxy
 
 GUARD_SECONDS = 60.0
 
@@ -74,3 +80,90 @@ def test_a_bad_health_file_is_refused_before_anything_starts(
     endpoint = ["--endpoint-url", local_sqs.endpoint_url, "--region", "us-east-1"]
     args = ["run", "--dlq", "never-looked-up", "--health-file", str(path), *endpoint]
     one_line_error(CliRunner().invoke(cli.app, args), 1, "health_file=", says)
+
+
+# -- the watchdog ------------------------------------------------------------------------------
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_watchdog_fires_once_no_receive_completed_for_stall_seconds_unless_busy() -> None:
+    clock = FakeClock()
+    quiet: list[float] = []
+    watchdog = Watchdog(10, clock=clock, on_stall=quiet.append)
+    clock.now = 9.0
+    watchdog.alive()  # a receive at 9 s
+    with watchdog.busy():  # waiting for the rate limit's tokens is work
+        clock.now = 30.0
+        assert not watchdog.look()
+    clock.now = 39.0
+    assert not watchdog.look()
+    assert watchdog.look(stopping=True) is False  # a stopping loop is not stalled
+    clock.now = 45.0  # 15 s after the wait ended
+    assert watchdog.look()
+    assert quiet == [15.0]
+
+
+def test_a_daemon_whose_endpoint_stops_answering_raises_the_watchdog_s_error(
+    local_sqs: LocalSqs, sqs: Any, name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a daemon with a short watchdog, long-polling an empty DLQ through a proxy
+    _, dlq = make_queues(sqs, name)
+    path = tmp_path / "health"
+    with silent_proxy(local_sqs.endpoint_url) as proxy:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_SQS", proxy.endpoint_url)
+        client = default_client(long_poll_seconds=1, margin_seconds=1)
+        redriver = Redriver(dlq, client=client, wait_seconds=1, health_file=path, stall_seconds=3)
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                redriver.run()
+            except BaseException as exc:  # handed to the test
+                errors.append(exc)
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        wait_for(lambda: age_seconds(path, time.time()) is not None, "a first receive")
+        # When the endpoint accepts connections and never answers
+        proxy.silence()
+        # Then run() ends with the watchdog's error, naming the DLQ and the limit
+        wait_for(lambda: not thread.is_alive(), "the watchdog stops the daemon")
+    [error] = errors
+    assert isinstance(error, SqsBatchError) and redriver.stalled
+    assert f"redrive of {dlq} stalled" in str(error) and "stall_seconds=3" in str(error)
+
+
+def test_redrive_run_exits_1_with_its_counters_when_the_watchdog_fires(
+    local_sqs: LocalSqs, sqs: Any, name: str, tmp_path: Path
+) -> None:
+    _, dlq = make_queues(sqs, name)
+    with silent_proxy(local_sqs.endpoint_url) as proxy:
+        environment = env(None, AWS_ENDPOINT_URL_SQS=proxy.endpoint_url, REDRIVE_WAIT_SECONDS="1")
+        path = tmp_path / "health"
+        command = [str(SCRIPT.with_name("redrive")), "run", "--dlq", dlq, "--stall-seconds", "3"]
+        process = subprocess.Popen(
+            [*command, "--json", "--health-file", str(path)],
+            env=environment,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            wait_for(lambda: age_seconds(path, time.time()) is not None, "a first receive")
+            proxy.silence()
+            stdout, stderr = process.communicate(timeout=GUARD_SECONDS)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+    assert process.returncode == 1, stderr
+    last = json.loads(stderr.strip().splitlines()[-1])  # --json: JSON logs, the error too
+    assert last["level"] == "error" and "stalled" in last["message"]
+    assert "requests" in json.loads(stdout)
