@@ -37,6 +37,7 @@ from tests.support.front_ends import (
     EventSourceMapping,
     FrontEnd,
     aio_client,
+    as_async,
     run_async,
 )
 from tests.support.sqs_helpers import depth, drain
@@ -304,3 +305,18 @@ def test_a_cancelled_async_poller_still_stops(sqs: Any, name: str) -> None:
 
     assert asyncio.run(main())
     assert depth(sqs, name) == 0
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+@pytest.mark.parametrize("raised", [KeyboardInterrupt, SystemExit, Custom])
+def test_run_handler_reports_a_base_exception_as_the_handler_s_failure(
+    flavour: str, raised: type[BaseException]
+) -> None:
+    def script(batch: MessageBatch) -> None:
+        batch.messages[0].ack()
+        raise raised()
+
+    handler = script if flavour == "sync" else as_async(script)
+    result = run_handler(handler, [0, 1])
+    assert result.acked == [0] and result.retried == {1: 0}
+    assert isinstance(result.raised, raised)
