@@ -7,6 +7,7 @@ Messages for people (notes, errors) go to stderr so that stdout stays parseable.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -22,7 +23,7 @@ from typer.core import TyperGroup
 from sqsbatch._botocore import LONG_POLL_SECONDS, MARGIN_SECONDS, client_config, sqs_errors
 from sqsbatch._core.shapes import queue_name
 from sqsbatch._sync.door import SyncSqs
-from sqsbatch.cli.options import arity, hoist, tidy_help
+from sqsbatch.cli.options import arity, endpoint_problem, hoist, tidy_help
 from sqsbatch.errors import SqsBatchError
 
 __all__ = [
@@ -154,24 +155,35 @@ class Connection:
         ).merge(Config(connect_timeout=CONNECT_TIMEOUT_SECONDS))
         if long_poll_seconds is None:
             config = config.merge(Config(read_timeout=READ_TIMEOUT_SECONDS))
+        self.check()
         with sqs_errors():
             session = boto3.session.Session(profile_name=self.profile, region_name=self.region)
             try:
                 client = session.client("sqs", endpoint_url=self.endpoint_url, config=config)
-            except ValueError as exc:  # botocore's "Invalid endpoint: host:port"
-                if not str(exc).startswith("Invalid endpoint"):
-                    raise
-                raise CliError(self._bad_endpoint(str(exc).partition(": ")[2])) from None
+            except ValueError as exc:  # botocore's "Invalid endpoint: host:port", and others
+                url, _, _ = str(exc).partition(": ")[2].partition(" ")
+                problem = endpoint_problem(url) if url else None
+                what = f"{url!r} {problem}" if problem else f"is invalid ({exc})"
+                raise CliError(f"SQS endpoint {what} (from {self._source()})") from None
         client.meta.events.register_first("needs-retry.sqs", _give_up_when_unreachable)
         return client
 
-    def _bad_endpoint(self, url: str) -> str:
-        source = (
-            "the command line or the settings"
-            if self.endpoint_url
-            else "$AWS_ENDPOINT_URL_SQS, $AWS_ENDPOINT_URL or the AWS config file"
+    def check(self) -> None:
+        """A `CliError` naming what is wrong with the endpoint in use (the option's, else
+        `$AWS_ENDPOINT_URL_SQS`'s or `$AWS_ENDPOINT_URL`'s), before any client is made."""
+        url = (
+            self.endpoint_url
+            or os.environ.get("AWS_ENDPOINT_URL_SQS")
+            or os.environ.get("AWS_ENDPOINT_URL")
         )
-        return f"SQS endpoint {url!r} has no scheme: give http://{url} (from {source})"
+        problem = endpoint_problem(url) if url else None
+        if problem is not None:
+            raise CliError(f"SQS endpoint {url!r} {problem} (from {self._source()})")
+
+    def _source(self) -> str:
+        if self.endpoint_url:
+            return "the command line or the settings"
+        return "$AWS_ENDPOINT_URL_SQS, $AWS_ENDPOINT_URL or the AWS config file"
 
 
 def _give_up_when_unreachable(

@@ -308,6 +308,7 @@ def _run_async(ctx: typer.Context, run: _Run) -> tuple[dict[str, int], int]:
 @contextmanager
 def _exported(conn: Connection) -> Iterator[None]:
     """The connection options as the environment variables aioboto3 reads, for the block."""
+    conn.check()  # a malformed endpoint is one line, not aiobotocore's ValueError
     wanted = {
         "AWS_ENDPOINT_URL_SQS": conn.endpoint_url,
         "AWS_DEFAULT_REGION": conn.region,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterable, Sequence
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 import typer
 from rich.markup import escape
@@ -26,6 +27,7 @@ __all__ = [
     "JsonOutput",
     "Profile",
     "Region",
+    "endpoint_problem",
     "hoist",
     "tidy_help",
     "version_option",
@@ -35,9 +37,32 @@ GLOBAL_OPTIONS = ("--endpoint-url", "--region", "--profile", "--json")
 """The app's options that may also come after the command."""
 
 
+def endpoint_problem(url: str) -> str | None:
+    """What is wrong with an endpoint URL, as the end of a sentence about it; None if nothing."""
+    if any(character.isspace() for character in url):
+        return "has a space (or another blank) in it: a URL has none"
+    if "://" not in url:
+        return f"has no scheme: give http://{url} or https://{url}"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - reading it checks it
+    except ValueError as exc:
+        if "IPv6" in str(exc):
+            return "has an IPv6 address that is not closed: write it as http://[::1]:4566"
+        if "out of range" in str(exc):
+            return "has a port out of range (accepted: 0..65535)"
+        return f"has a port that is not a number ({exc})"
+    if parts.scheme not in ("http", "https"):
+        return f"has the scheme {parts.scheme!r}: give http:// or https://"
+    if not parts.hostname:
+        return "has no host"
+    return None
+
+
 def _check_endpoint(value: str | None) -> str | None:
-    if value is not None and "://" not in value:
-        raise typer.BadParameter(f"{value!r} has no scheme: give http://{value} or https://{value}")
+    problem = None if value is None else endpoint_problem(value)
+    if problem is not None:
+        raise typer.BadParameter(f"{value!r} {problem}")
     return value
 
 

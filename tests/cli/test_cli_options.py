@@ -136,6 +136,37 @@ def test_an_endpoint_variable_without_a_scheme_is_one_line(variable: str) -> Non
     one_line_error(result, 1, "'127.0.0.1:4566' has no scheme", variable)
 
 
+MALFORMED = [
+    ("http://127.0.0.1:99999", "has a port out of range (accepted: 0..65535)"),
+    ("http://[::1", "has an IPv6 address that is not closed"),
+    ("http://exa mple.com", "has a space"),
+    ("ftp://127.0.0.1:4566", "has the scheme 'ftp'"),
+]
+
+
+@pytest.mark.parametrize("program", ["sqsbatch", "redrive"])
+@pytest.mark.parametrize(("url", "says"), MALFORMED)
+def test_a_malformed_endpoint_flag_is_one_line_saying_what_is_wrong(
+    program: str, url: str, says: str
+) -> None:
+    target = app if program == "sqsbatch" else redrive_cli.app
+    command = ["queues"] if program == "sqsbatch" else ["run", "--once", "--dlq", "d"]
+    result = runner.invoke(target, [*command, "--endpoint-url", url])
+    line = one_line_error(result, 2, repr(url), says)
+    assert "no scheme" not in line
+
+
+@pytest.mark.parametrize("command", [["queues"], ["consume", "x:y", "-q", "q", "--async"]])
+@pytest.mark.parametrize(("url", "says"), MALFORMED)
+def test_a_malformed_endpoint_variable_is_one_line_saying_what_is_wrong(
+    command: list[str], url: str, says: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "x.py").write_text("async def y(batch):\n    pass\n")
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, command, env={"AWS_ENDPOINT_URL_SQS": url})
+    one_line_error(result, 1, repr(url), says, "AWS_ENDPOINT_URL_SQS")
+
+
 def test_the_cli_client_connects_briefly_and_tries_twice_when_nothing_listens() -> None:
     # Given a command line client for a port where nothing listens
     client = Connection(f"http://127.0.0.1:{closed_port()}", "us-east-1").client()
@@ -169,10 +200,15 @@ def test_the_scripts_fail_with_one_line_when_nothing_listens(command: list[str])
     args = [str(BIN / command[0]), *(arg.format(url=url) for arg in command[1:])]
     done = subprocess.run(args, env=env(), capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 1, done.stderr
-    assert done.stderr.strip().splitlines() == [
+    [line] = done.stderr.strip().splitlines()
+    if command[0] == "redrive":  # --json: its logs are JSON, and so is the error line
+        entry = json.loads(line)
+        assert entry["level"] == "error"
+        line = f"error: {entry['message']}"
+    assert line == (
         f"error: cannot reach SQS{' (d)' if command[0] == 'redrive' else ''}: "
         f'Could not connect to the endpoint URL: "{url}/"'
-    ]
+    )
     assert done.stdout == ""
 
 
