@@ -114,8 +114,9 @@ def run(  # noqa: PLR0917 - typer options are parameters
         str | None,
         Opt(
             metavar="R1,R2",
-            help="Dead-letter reasons to bring back, comma-separated, or all "
-            "(default: all but expired,invalid_body).",
+            help="Dead-letter reasons to bring back, comma-separated: retries_exhausted, "
+            "expired, invalid_body, requested (any a handler gave), requested:TEXT, "
+            "moved_by_sqs, or all (default: all but expired,invalid_body).",
         ),
     ] = None,
     native: Annotated[
