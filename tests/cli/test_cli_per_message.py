@@ -4,6 +4,7 @@ without `--once` (item 8), on the command line, against moto's server: `send --t
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from pathlib import Path
@@ -12,11 +13,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-from sqsbatch import Producer, create_queue
+from sqsbatch import AsyncProducer, Producer, create_queue
 from sqsbatch.cli.app import app
 from sqsbatch.envelope import Envelope, decode
 from sqsbatch.local import LocalSqs
 from tests.support.cli_results import ok, one_line_error
+from tests.support.front_ends import aio_client
 from tests.support.sqs_helpers import depth, drain
 
 runner = CliRunner()
@@ -88,6 +90,26 @@ def test_ttl_seconds_in_a_producers_table(
     found = sorted(value or 0 for value in deadline(sqs, name))
     assert before + 5 <= found[0] <= after + 5
     assert all(before + 120 <= value <= after + 120 for value in found[1:]), found
+
+
+def test_ttl_seconds_in_a_producers_table_for_the_async_producer(
+    sqs: Any, name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    create_queue(name, client=sqs)
+    (tmp_path / "sqsbatch.toml").write_text(
+        f'[[queues.producers]]\nqueue = "{name}"\nttl_seconds = 120\n'
+    )
+    monkeypatch.setenv("SQSBATCH_TTL_SECONDS", "300")  # the environment wins over the file
+
+    async def main() -> None:
+        async with aio_client(sqs) as aio:
+            await AsyncProducer(name, client=aio).send({"order": 1})
+
+    before = time.time()
+    asyncio.run(main())
+    after = time.time()
+    (expires_at,) = deadline(sqs, name)
+    assert expires_at is not None and before + 300 <= expires_at <= after + 300
 
 
 def _old(sqs: Any, queue: str, body: str, age: float) -> None:
