@@ -120,8 +120,14 @@ def payload_size(body: str, attributes: Mapping[str, AttributeValue]) -> int:
     """Bytes SQS counts against its size limit: body, attribute names, types and values."""
     size = len(body.encode("utf-8"))
     for name, value in attributes.items():
-        size += len(name.encode()) + len(value.get("DataType", "").encode())
-        size += len(value.get("StringValue", "").encode()) + len(value.get("BinaryValue", b""))
+        try:
+            size += len(name.encode()) + len(value.get("DataType", "").encode())
+            size += len(value.get("StringValue", "").encode()) + len(value.get("BinaryValue", b""))
+        except UnicodeEncodeError:
+            raise MessageError(
+                f"message attribute {name!r} has a lone surrogate: it is not Unicode text SQS "
+                "can carry"
+            ) from None
     return size
 
 

@@ -215,12 +215,21 @@ def config_file(path: str | Path | None = None) -> str | Path | None:
 
 
 def read_toml(path: str | Path) -> dict[str, Any]:
-    """The whole document, or a one-line `ConfigError` for a file that is missing or not TOML."""
+    """The whole document, or a one-line `ConfigError` for a file that is missing, not UTF-8
+    (naming the line and column of the first bad byte) or not TOML."""
     try:
         with open(path, "rb") as handle:
-            return tomllib.load(handle)
+            data = handle.read()
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        byte = data[exc.start : exc.start + 1].hex()
+        where = f"byte 0x{byte} at line {line}, column {column}"
+        raise ConfigError(f"{path} is not UTF-8: {where} (TOML is UTF-8)") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
 

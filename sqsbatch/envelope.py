@@ -299,7 +299,21 @@ def encode_body(body: object, content_type: ContentType | None = None) -> tuple[
             raise MessageError(f"body is not JSON-serialisable: {exc}") from None
     if not text:
         raise MessageError("body is empty: SQS refuses empty messages")
+    _check_unicode(text)
     return text, content_type
+
+
+def _check_unicode(text: str) -> None:
+    """A `str` that UTF-8 cannot encode (a lone surrogate, e.g. from a bad decode) is refused
+    here, in one line, before any call."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = text[exc.start]
+        raise MessageError(
+            f"body has a lone surrogate {bad!r} at character {exc.start}: it is not Unicode text "
+            "SQS can carry (decode the source with errors='replace', or send bytes)"
+        ) from None
 
 
 def _model_json(body: object, content_type: ContentType | None) -> object:
