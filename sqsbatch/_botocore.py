@@ -9,6 +9,7 @@ SQS says `redact`ed (`sqsbatch._core.shapes`). The doors (`sqsbatch._sync.door`,
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -33,8 +34,10 @@ __all__ = [
     "BOTOCORE_ERRORS",
     "LONG_POLL_SECONDS",
     "MARGIN_SECONDS",
+    "checks_answers",
     "client_config",
     "no_retries_once",
+    "not_sqs",
     "receives_fail_fast",
     "sqs_errors",
     "translate",
@@ -115,6 +118,55 @@ def no_retries_once(client: Any, when: Callable[[], bool], *, key: str) -> Any:
     return client
 
 
+SUMMARY_CHARS = 200
+"""The longest summary of an answer that is not SQS's (`not_sqs`)."""
+
+
+def checks_answers(client: Any) -> Any:
+    """`client` (boto3 or aiobotocore), refusing an answer that is not SQS's JSON (a proxy's or
+    a captive portal's HTML page, an XML error) with a one-line `SqsError` that summarises it,
+    even when its HTTP status says success (botocore would read it as an empty answer)."""
+    client.meta.events.register("before-parse.sqs", _refuse_markup)
+    return client
+
+
+def _refuse_markup(response_dict: dict[str, Any] | None = None, **_: Any) -> None:
+    if not response_dict:
+        return
+    body = response_dict.get("body")
+    if isinstance(body, bytes | bytearray):
+        found = not_sqs(int(response_dict.get("status_code", 0)), bytes(body))
+        if found is not None:
+            raise SqsError(found[1], code=found[0])
+
+
+def not_sqs(status: int, body: bytes | str) -> tuple[str, str] | None:
+    """(error code, one line of at most `SUMMARY_CHARS`) for an answer that is markup (HTML, or
+    XML where SQS answers JSON): the status, the error's code and message or the page's title;
+    None for anything else."""
+    text = body[:8192].decode("utf-8", "replace") if isinstance(body, bytes) else body[:8192]
+    text = text.lstrip()
+    if not text.startswith("<"):
+        return None
+    code, message = _tag(text, "Code"), _tag(text, "Message")
+    title = _tag(text, "title") or _tag(text, "h1")
+    if code:
+        what = f"an XML error {code}" + (f": {message}" if message else "")
+    elif title or "<html" in text[:512].lower():
+        what = "an HTML page" + (f" titled {title!r}" if title else "")
+    else:
+        what = "XML"
+    line = f"the endpoint did not answer as SQS does (a proxy?): HTTP {status}, {what}"
+    if len(line) > SUMMARY_CHARS:
+        line = line[: SUMMARY_CHARS - 1] + "…"
+    return code or f"HTTP{status}", redact(line)
+
+
+def _tag(text: str, tag: str) -> str:
+    found = re.search(rf"<{tag}(?:\s[^>]*)?>(.*?)</{tag}>", text, re.IGNORECASE | re.DOTALL)
+    return " ".join(found.group(1).split()) if found else ""
+
+
 def translate(exc: BaseException, *, queue: str | None = None) -> SqsBatchError:
     """The sqsbatch error for a botocore exception."""
     where = f" ({queue})" if queue else ""
@@ -126,6 +178,10 @@ def translate(exc: BaseException, *, queue: str | None = None) -> SqsBatchError:
     if isinstance(exc, ClientError):
         error = exc.response.get("Error", {})
         code = str(error.get("Code", "Unknown"))
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        markup = not_sqs(int(status or 0), str(error.get("Message", "")))
+        if markup is not None:  # a proxy's answer, not SQS's: summarised, never dumped
+            return SqsError(f"{markup[1]}{where}", code=markup[0])
         message = redact(str(error.get("Message", ""))) or code
         if code in _QUEUE_MISSING:
             return QueueNotFound(f"queue does not exist{where}", code=code)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, Protocol
 from sqsbatch._botocore import (
     LONG_POLL_SECONDS,
     MARGIN_SECONDS,
+    checks_answers,
     client_config,
     receives_fail_fast,
 )
@@ -102,7 +103,7 @@ async def opened(
         margin_seconds=margin_seconds,
         validate=False,
     ) as client:
-        sqs.client = receives_fail_fast(client)
+        sqs.client = checks_answers(receives_fail_fast(client))
         try:
             yield
         finally:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, Protocol
 from sqsbatch._botocore import (
     LONG_POLL_SECONDS,
     MARGIN_SECONDS,
+    checks_answers,
     client_config,
     receives_fail_fast,
 )
@@ -77,7 +78,7 @@ def default_client(
         margin_seconds=margin_seconds,
         validate=validate,
     )
-    return receives_fail_fast(boto3.session.Session().client("sqs", config=config))
+    return checks_answers(receives_fail_fast(boto3.session.Session().client("sqs", config=config)))
 
 
 @contextmanager

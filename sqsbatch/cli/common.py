@@ -20,7 +20,13 @@ from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 from typer.core import TyperGroup
 
-from sqsbatch._botocore import LONG_POLL_SECONDS, MARGIN_SECONDS, client_config, sqs_errors
+from sqsbatch._botocore import (
+    LONG_POLL_SECONDS,
+    MARGIN_SECONDS,
+    checks_answers,
+    client_config,
+    sqs_errors,
+)
 from sqsbatch._core.shapes import queue_name
 from sqsbatch._sync.door import SyncSqs
 from sqsbatch.cli.options import arity, endpoint_problem, hoist, tidy_help
@@ -166,7 +172,7 @@ class Connection:
                 what = f"{url!r} {problem}" if problem else f"is invalid ({exc})"
                 raise CliError(f"SQS endpoint {what} (from {self._source()})") from None
         client.meta.events.register_first("needs-retry.sqs", _give_up_when_unreachable)
-        return client
+        return checks_answers(client)
 
     def check(self) -> None:
         """A `CliError` naming what is wrong with the endpoint in use (the option's, else
