@@ -156,7 +156,7 @@ def not_sqs(status: int, body: bytes | str) -> tuple[str, str] | None:
         what = "an HTML page" + (f" titled {title!r}" if title else "")
     else:
         what = "XML"
-    line = f"the endpoint did not answer as SQS does (a proxy?): HTTP {status}, {what}"
+    line = f"the endpoint did not answer as SQS does: HTTP {status}, {what}"
     if len(line) > SUMMARY_CHARS:
         line = line[: SUMMARY_CHARS - 1] + "…"
     return code or f"HTTP{status}", redact(line)

@@ -25,6 +25,25 @@ LOCAL_CREDENTIALS = {
 }
 
 
+class _OneLineErrors(logging.Filter):
+    """A request moto failed on (werkzeug's `Error on request:` and a traceback) as one line:
+    the exception's, with a hint when it is an unknown region."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if message.startswith("Error on request"):
+            last = message.strip().splitlines()[-1]
+            hint = ""
+            if last.startswith("KeyError: '"):
+                hint = " (a region moto does not know? it serves AWS's regions, e.g. us-east-1)"
+            record.msg, record.args = f"local SQS: a request failed: {last}{hint}", ()
+            record.exc_info = record.exc_text = None
+        return True
+
+
+_ONE_LINE = _OneLineErrors()
+
+
 class LocalSqs:
     """A moto server on `host:port` (port 0 picks a free one). Use as a context manager."""
 
@@ -42,8 +61,12 @@ class LocalSqs:
         if self._port:
             _check_free(self._host, self._port)
         moto_speedup.apply()  # once per process; a moto it does not fit logs one line, unpatched
-        # moto logs every request through werkzeug; only errors are worth showing.
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        # moto logs every request through werkzeug; only errors are worth showing, each in one
+        # line (werkzeug logs a failed request with moto's whole traceback).
+        werkzeug = logging.getLogger("werkzeug")
+        werkzeug.setLevel(logging.ERROR)
+        if _ONE_LINE not in werkzeug.filters:
+            werkzeug.addFilter(_ONE_LINE)
         self._server = ThreadedMotoServer(ip_address=self._host, port=self._port, verbose=False)
         self._server.start()
         host, port = self._server.get_host_and_port()

@@ -106,7 +106,7 @@ def test_a_client_error_carrying_markup_is_summarised_for_any_client() -> None:
     }
     error = translate(ClientError(response, "ListQueues"), queue="q")
     assert isinstance(error, SqsError)
-    assert str(error).startswith("the endpoint did not answer as SQS does (a proxy?): HTTP 403")
+    assert str(error).startswith("the endpoint did not answer as SQS does: HTTP 403")
     assert len(str(error)) <= SUMMARY_CHARS + len(" (q)") and error.code == "AccessDenied"
 
 

@@ -160,3 +160,23 @@ def test_consume_stops_gracefully_on_sigterm(
             process.kill()
     assert process.returncode == 0, stderr
     assert json.loads(stdout)["stats"]["acked"] == 3
+
+
+def test_dev_logs_a_failed_request_in_one_line_and_a_bad_region_fails_at_once(
+    dev_server: tuple[subprocess.Popen[str], str],
+) -> None:
+    # Given `sqsbatch dev`, and a command for a region moto does not serve (it answers 500)
+    process, endpoint = dev_server
+    result = run("--endpoint-url", endpoint, "--region", "nowhere-9", "queues", environment=env())
+    # Then the command fails in one line, after one request (no retries of moto's 500)
+    assert result.returncode == 1
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: ") and "HTTP 500" in line, line
+    # and the server logged that request in one line, not moto's traceback
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=15) == 0
+    assert process.stderr is not None
+    logged = process.stderr.read()
+    assert "Traceback" not in logged, logged
+    [failed] = [row for row in logged.splitlines() if "request failed" in row]
+    assert "KeyError: 'nowhere-9'" in failed and "region" in failed
