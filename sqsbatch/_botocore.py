@@ -69,8 +69,8 @@ def client_config(
     timeouts so that no call can hang its loop.
 
     `validate=False` turns botocore's client-side parameter validation off, which botocore's
-    `Config` documents as a choice "for performance reasons": about 5 % of botocore's CPU per
-    call (docs/performance.md). The consumers' own clients (pollers, Lambda adapter) take it,
+    `Config` documents as a choice "for performance reasons" (docs/performance.md measures what
+    it saves). The consumers' own clients (pollers, Lambda adapter) take it,
     as every request they send is built by sqsbatch from SQS's own answers; a client that sends
     what a user typed or passed (the producers, the CLI) keeps it, so that a wrong type is a
     clear error before the request leaves. SQS validates every request either way.

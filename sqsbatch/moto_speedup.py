@@ -3,10 +3,11 @@
 `LocalSqs.start()` applies it (once per process; `apply()` is idempotent). Why: moto 5.2 checks
 every message a ReceiveMessage returns against the queue's retention period by asking
 `get_queue_attributes()` for it, which recounts the whole queue three times (the
-ApproximateNumberOfMessages* counters), reading moto's clock (`unix_time()`, ~4 us: it builds two
+ApproximateNumberOfMessages* counters), reading moto's clock (`unix_time()`, which builds two
 datetimes) once or twice per message counted; SendMessage recounts the queue once per message
-too (it reads ContentBasedDeduplication from the same attribute dict). A receive of 10 cost
-~600 ms at depth 1,000 and filling a queue was quadratic. bench/local_depth.py measures it.
+too (it reads ContentBasedDeduplication from the same attribute dict). So a receive costs time
+in proportion to the queue's depth, and filling a queue is quadratic. bench/local_depth.py
+measures it (figures: docs/performance.md).
 
 Replaced, and nothing else; each gives moto's answer from the same fields:
 - `SQSBackend.is_message_valid_based_on_retention_period`: the message's sent time plus the
@@ -14,7 +15,7 @@ Replaced, and nothing else; each gives moto's answer from the same fields:
 - `Queue.messages`, `Queue.approximate_number_of_messages_delayed` and
   `Queue.approximate_number_of_messages_not_visible`: the same filters as moto's
   `Message.visible`/`Message.delayed`, with one clock read per scan instead of one or two per
-  message (still one pass over the queue, ~40 times cheaper).
+  message (still one pass over the queue, without the clock reads).
 The clock is moto's, looked up in `moto.sqs.models` at each call, so a test that patches
 `moto.sqs.models.unix_time`/`unix_time_millis` moves these checks as it moves moto's.
 

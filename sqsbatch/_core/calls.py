@@ -39,8 +39,8 @@ class Entry:
     """One entry of a batch call. `key` is the caller's name for it, unique within a run.
 
     Entries and their results are made per message on the hot path, so they are not frozen: a
-    frozen dataclass sets each field through `object.__setattr__`, four times the cost to make
-    (0.63 against 0.16 us an Entry); nothing changes one once made.
+    frozen dataclass sets each field through `object.__setattr__`, which costs several times as
+    much to make one (docs/performance.md); nothing changes one once made.
     """
 
     key: str

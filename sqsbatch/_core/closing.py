@@ -174,11 +174,10 @@ def close_batch(
 
 OVERLAP_ROUND_TRIP_SECONDS = 0.004
 """A delete call that takes this long is mostly waiting on the network: a thread sending it
-beside the next receive then costs less than it saves (bench/settle_overlap.py: a boto3 loop
-with 2 ms added to each call, 0.91 times the CPU and 1.60 times the msg/s; 5 ms, 0.85 and 1.76;
-on loopback, about 1 ms a call, 1.20 and 0.87). Twice the 2 ms where it already pays: a local
-endpoint on a busy machine takes 2-3 ms a call (measured beside the test suite), and a remote
-SQS takes 5 ms or more."""
+beside the next receive then costs less than it saves, where on loopback it costs more than it
+saves (bench/settle_overlap.py measures both; docs/performance.md has its figures). Twice the
+delay where it begins to pay, so that a local endpoint on a busy machine stays below it and a
+remote SQS is above it."""
 
 
 SETTLE_WINDOW = 64
@@ -189,12 +188,10 @@ class SettleTimes:
     """How long a poller's delete calls take, per call, as the settles of all-acked batches show:
     the least of the last `SETTLE_WINDOW` (wall time, network included). The least, not an
     average: beside busy slots a thread's call waits for the GIL too, and that is not the
-    network. On loopback with 4 slots (bench/_lean_sqs.py), a delete call took 1.1 ms at least,
-    5 ms at the median and 9-10 ms at the 90th percentile: an average flipped the threads to a
-    settle thread each, which made the GIL's queue longer still (`Consumer` 1.51 times the
-    loop's CPU against 1.32 for 4 threads of it). Behind 5 ms of network the least is 6.3 ms or
-    more at 1, 4 and 16 slots. `seconds` is that floor, 0 until a settle of deletes alone was
-    timed. Slots of threads add to it at once; a lost update only drops a sample."""
+    network: on loopback an average would send every batch to a settle thread of its own and
+    make the GIL's queue longer still, while the least still tells loopback from a remote SQS
+    (docs/performance.md has the figures). `seconds` is that floor, 0 until a settle of deletes
+    alone was timed. Slots of threads add to it at once; a lost update only drops a sample."""
 
     __slots__ = ("_next", "_times", "seconds")
 
