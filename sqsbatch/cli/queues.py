@@ -318,7 +318,11 @@ def purge(
     name = queue_name(queue)
     if not yes and not ask(f"Delete all ~{total} messages of {name}?"):
         raise fail("not purged (answer y, or pass --yes)")
-    sqs.call("purge_queue", {"QueueUrl": sqs.queue_url(queue)})
+    url = sqs.queue_url(queue)
+    sqs.call("purge_queue", {"QueueUrl": url})
+    if wants_json(ctx):  # what scripts read: one document on stdout
+        print_json({"purged": name, "url": url, "messages": total})
+        return
     err.print(f"purged {name} (~{total} messages; SQS may take up to 60 s to finish)")
 
 
