@@ -12,7 +12,7 @@ with it installed but never imported, `opentelemetry.trace` is not in `sys.modul
 call is a look at that dict (an application that sets up the SDK has imported it). With the API
 imported but no tracer provider set, a batch costs a look at the API's global (its private
 `_TRACER_PROVIDER`, read with a fallback to `get_tracer_provider()`, which also reads the
-environment, 3 us): the decision is made once per batch (`start`), and an untraced batch's
+environment, and costs more): the decision is made once per batch (`start`), and an untraced batch's
 `OFF` does nothing at all.
 """
 
