@@ -19,6 +19,7 @@ __all__ = [
     "AttributeValue",
     "SendAttribute",
     "UserAttribute",
+    "check_unicode",
     "encode_attributes",
     "payload_size",
     "user_value",
@@ -114,6 +115,19 @@ def _is_number(text: object) -> bool:
         return math.isfinite(float(str(text)))
     except ValueError:
         return False
+
+
+def check_unicode(text: str, what: str) -> None:
+    """A `str` that UTF-8 cannot encode (a lone surrogate, e.g. from a bad decode) is refused
+    in one line naming `what` and where, before any call."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = text[exc.start]
+        raise MessageError(
+            f"{what} has a lone surrogate {bad!r} at character {exc.start}: it is not Unicode "
+            "text SQS can carry (decode the source with errors='replace', or send bytes)"
+        ) from None
 
 
 def payload_size(body: str, attributes: Mapping[str, AttributeValue]) -> int:

@@ -28,6 +28,7 @@ from sqsbatch.attributes import (
     AttributeValue,
     SendAttribute,
     UserAttribute,
+    check_unicode,
     encode_attributes,
     payload_size,
     user_value,
@@ -299,21 +300,8 @@ def encode_body(body: object, content_type: ContentType | None = None) -> tuple[
             raise MessageError(f"body is not JSON-serialisable: {exc}") from None
     if not text:
         raise MessageError("body is empty: SQS refuses empty messages")
-    _check_unicode(text)
+    check_unicode(text, "body")
     return text, content_type
-
-
-def _check_unicode(text: str) -> None:
-    """A `str` that UTF-8 cannot encode (a lone surrogate, e.g. from a bad decode) is refused
-    here, in one line, before any call."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        bad = text[exc.start]
-        raise MessageError(
-            f"body has a lone surrogate {bad!r} at character {exc.start}: it is not Unicode text "
-            "SQS can carry (decode the source with errors='replace', or send bytes)"
-        ) from None
 
 
 def _model_json(body: object, content_type: ContentType | None) -> object:
