@@ -25,6 +25,7 @@ __all__ = [
     "CredentialsError",
     "EventError",
     "FifoError",
+    "HandlerTimeout",
     "MessageError",
     "QueueNotFound",
     "SendError",
@@ -66,6 +67,13 @@ class AwaitableReturned(SqsBatchError, TypeError):
             "(sqsbatch consume --async) or lambda_handler, or make it def"
         )
         self.awaitable = returned if kept else None
+
+
+class HandlerTimeout(BaseException):
+    """Raised into a sync handler that `lambda_handler` runs on Lambda's main thread when its
+    time is up (`handler_timeout`, or the function's time left): its batch is settled as timed
+    out. A `BaseException`, as `KeyboardInterrupt` is, so that `except Exception` does not
+    swallow it; a handler that swallows it anyway gets it again every second."""
 
 
 class SqsError(SqsBatchError):

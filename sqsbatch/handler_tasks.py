@@ -2,11 +2,12 @@
 
 An `async def` handler runs as a task of its own so that it can be cancelled at
 `handler_timeout`; what it raised, or that someone else cancelled it, is read from the finished
-task. A sync handler runs on a thread of its own (`HandlerThread`, for the Lambda adapter and
-`sqsbatch.testing`) so that the caller can stop waiting at the deadline and settle; such a thread
-cannot be killed and runs on, unwaited. (The sync poller calls its handler inline on the slot's
-thread instead, and its `Watcher` keeps the time: `sqsbatch/_sync/watcher.py`.) `Workers` are
-the kept daemon threads of both.
+task. A sync handler runs on a thread of its own (`HandlerThread`, for `sqsbatch.testing` and
+for the Lambda adapter where it cannot stop the handler on the main thread: `handler_alarm`) so
+that the caller can stop waiting at the deadline and settle; such a thread cannot be killed and
+runs on, unwaited. (The sync poller calls its handler inline on the slot's thread instead, and
+its `Watcher` keeps the time: `sqsbatch/_sync/watcher.py`.) `Workers` are the kept daemon
+threads of both.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from collections.abc import Callable
 from typing import Any
 
 from sqsbatch._core.handlers import not_awaited
-from sqsbatch._cpu import near_caller, widen
 from sqsbatch.errors import AwaitableReturned
 
 __all__ = [
@@ -122,8 +122,6 @@ class HandlerThread:
 
     The handler runs in a copy of the caller's context (`contextvars`), as an asyncio task
     does: what the caller made current (the batch's span, `sqsbatch.tracing`) is current there.
-    With `near`, the thread starts on the caller's CPU, where the batch was just made, and gets
-    its own CPUs back before it calls the handler (`sqsbatch._cpu`).
     """
 
     def __init__(
@@ -131,18 +129,14 @@ class HandlerThread:
         handler: Callable[[Any], object],
         batch: object,
         *,
-        near: bool = False,
         keep_awaitable: bool = False,
     ) -> None:
         self.done = Done()
         self._failure: list[BaseException] = []
         worker = _take()
         context = contextvars.copy_context()
-        had = near_caller(worker.thread_id) if near else None
 
         def call_handler() -> None:
-            if had is not None:
-                widen(had)
             try:
                 returned = context.run(handler, batch)
                 if returned is not None and inspect.isawaitable(returned):  # no loop runs it
@@ -204,8 +198,6 @@ class _Worker:
         self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         thread = threading.Thread(target=self._work, name=name, daemon=True)
         thread.start()
-        self.thread_id = thread.native_id
-        """The thread's native id (known once it started; None where there are none)."""
 
     def submit(self, job: Callable[[], None] | None) -> None:
         self._jobs.put(job)
@@ -263,14 +255,12 @@ def run_in_thread(
     batch: object,
     budget: float,
     *,
-    near: bool = False,
     keep_awaitable: bool = False,
 ) -> tuple[bool, BaseException | None]:
-    """(timed out, raised) of a sync handler; past `budget` its thread is left running. `near`:
-    its thread starts on the caller's CPU (`sqsbatch._cpu`). An awaitable it returned fails
-    the batch (`AwaitableReturned`), closed; with `keep_awaitable` it is kept on the error for
-    a caller with an event loop to await (`run_returned`)."""
-    thread = HandlerThread(handler, batch, near=near, keep_awaitable=keep_awaitable)
+    """(timed out, raised) of a sync handler; past `budget` its thread is left running. An
+    awaitable it returned fails the batch (`AwaitableReturned`), closed; with `keep_awaitable`
+    it is kept on the error for a caller with an event loop to await (`run_returned`)."""
+    thread = HandlerThread(handler, batch, keep_awaitable=keep_awaitable)
     if not thread.done.wait(budget):
         return True, None
     return False, thread.failure

@@ -6,7 +6,6 @@ The semantic table runs on it from test_semantics.py; these are the Lambda-only 
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 import time
 from typing import Any
@@ -20,11 +19,9 @@ from sqsbatch import (
     Producer,
     SqsLimits,
     create_queue,
-    handler_tasks,
     lambda_handler,
 )
-from sqsbatch._cpu import NEAR_FROM_MESSAGES, near_caller
-from tests.support.front_ends import EventSourceMapping, record
+from tests.support.front_ends import EventSourceMapping
 from tests.support.sqs_helpers import depth, drain
 
 
@@ -111,48 +108,6 @@ def test_an_async_handler_keeps_one_event_loop_across_invocations(sqs: Any, name
     # Then both ran on the same loop (clients bound to it stay usable), and both were acked
     assert len(loops) == 2 and loops[0] is loops[1]
     assert depth(sqs, name) == 0
-
-
-@pytest.mark.parametrize("records", [NEAR_FROM_MESSAGES - 1, NEAR_FROM_MESSAGES])
-def test_a_large_batch_s_handler_starts_on_the_caller_s_cpu_and_keeps_every_cpu(
-    records: int, sqs: Any, name: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Given a queue, an event of `records` records from it (all acked: no call settles them), and
-    # a watch on the thread hand-over
-    create_queue(name, client=sqs)
-    arn = EventSourceMapping(sqs, name).arn
-    now = str(int(time.time() * 1000))
-    received = [
-        {
-            "MessageId": f"m{n}",
-            "ReceiptHandle": f"r{n}",
-            "Body": "{}",
-            "Attributes": {"ApproximateReceiveCount": "1", "SentTimestamp": now},
-            "MD5OfBody": "99914b932bd37a50b983c5e7c90ae93b",
-        }
-        for n in range(records)
-    ]
-    narrowed: list[frozenset[int] | None] = []
-
-    def watched(thread_id: int | None) -> frozenset[int] | None:
-        narrowed.append(near_caller(thread_id))
-        return narrowed[-1]
-
-    monkeypatch.setattr(handler_tasks, "near_caller", watched)
-    seen: list[frozenset[int]] = []
-
-    @lambda_handler(config=config(), client=sqs)
-    def handler(batch: MessageBatch) -> None:
-        seen.append(frozenset(os.sched_getaffinity(0)))
-
-    # When it is invoked
-    response = handler({"Records": [record(m, arn) for m in received]}, None)
-
-    # Then every record succeeded; a batch of NEAR_FROM_MESSAGES or more asked for its handler's
-    # thread to start near the caller, a smaller one did not; and the handler had every CPU
-    assert response == {"batchItemFailures": []}
-    assert len(narrowed) == (1 if records >= NEAR_FROM_MESSAGES else 0)
-    assert seen == [frozenset(os.sched_getaffinity(0))]
 
 
 def test_a_malformed_or_multi_queue_event_raises_a_clear_error(sqs: Any, name: str) -> None:
