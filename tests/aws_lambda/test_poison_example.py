@@ -26,8 +26,8 @@ def test_the_poison_example_dead_letters_what_it_cannot_process(
     producer.send(example.Order(id=1, tenant="acme"))
     producer.send(example.Order(id=2, tenant="gone-inc"))
     producer.send({"id": "three"})
-    producer.send(example.Order(id=4, tenant="acme"), ttl_seconds=1)
-    time.sleep(1.2)
+    late = Producer(name, client=sqs, clock=lambda: time.time() - 2)  # its clock 2 s behind
+    late.send(example.Order(id=4, tenant="acme"), ttl_seconds=1)  # so already past its deadline
     monkeypatch.setenv("AWS_ENDPOINT_URL_SQS", sqs.meta.endpoint_url)
     function = example.handler
     function._client = sqs

@@ -16,7 +16,6 @@ import subprocess
 import sys
 import termios
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -25,6 +24,7 @@ import pytest
 
 from sqsbatch import Producer, create_queue
 from sqsbatch.local import LOCAL_CREDENTIALS, LocalSqs
+from tests.support.waiting import wait_for
 
 SCRIPT = Path(sys.executable).with_name("sqsbatch")
 DEADLINE_SECONDS = 60.0
@@ -47,13 +47,6 @@ def hold(batch):
 async def hold_async(batch):
     await asyncio.to_thread(_wait_for_go)
 """
-
-
-def wait_for(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + DEADLINE_SECONDS
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def environment(local_sqs: LocalSqs) -> dict[str, str]:

@@ -21,6 +21,7 @@ from sqsbatch.local import LocalSqs
 from tests.cli.test_cli_process import SCRIPT, env
 from tests.support.cli_results import ok, one_line_error
 from tests.support.silent_proxy import silent_proxy
+from tests.support.waiting import wait_for
 
 runner = CliRunner()
 GUARD_SECONDS = 90.0
@@ -111,14 +112,6 @@ def handler_file(folder: Path, *, is_async: bool) -> str:
     )
     (folder / f"{stem}.py").write_text(source)
     return f"{folder / stem}.py:handle"
-
-
-def wait_for(state: Any, what: str) -> None:
-    deadline = time.monotonic() + GUARD_SECONDS
-    while not state():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never reached: {what}")
-        time.sleep(0.1)
 
 
 def script_health(path: Path) -> int:

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import pytest
 from sqsbatch import Producer, create_queue
 from sqsbatch.local import LOCAL_CREDENTIALS, LocalSqs
 from tests.support.sqs_helpers import depth
+from tests.support.waiting import wait_for
 
 SCRIPT = Path(sys.executable).with_name("sqsbatch")
 
@@ -148,11 +148,8 @@ def test_consume_stops_gracefully_on_sigterm(
         text=True,
     )
     try:
-        deadline = time.monotonic() + 20
-        while not (tmp_path / "seen").exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        while depth(sqs, name) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_for((tmp_path / "seen").exists, "the handler ran")
+        wait_for(lambda: depth(sqs, name) == 0, "the queue drained")
         process.send_signal(signal.SIGTERM)
         stdout, stderr = process.communicate(timeout=30)
     finally:

@@ -19,6 +19,7 @@ from sqsbatch.cli.app import app
 from sqsbatch.health import age_seconds
 from sqsbatch.local import LocalSqs
 from tests.support.front_ends import load_example
+from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "operations.md"
@@ -75,9 +76,7 @@ def test_the_example_touches_its_health_file_and_exits_0_when_stopped(
     thread = threading.Thread(target=lambda: codes.append(example.main(name, str(path))))
     thread.start()
     # When it has started and touched its file, and is stopped
-    deadline = time.monotonic() + 60
-    while age_seconds(path, time.time()) is None and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: age_seconds(path, time.time()) is not None, "the health file touched")
     assert age_seconds(path, time.time()) is not None
     made[0].stop()  # type: ignore[attr-defined]
     thread.join(60)

@@ -6,6 +6,7 @@ Timeouts, graceful shutdown on SIGTERM, faults around a real client, concurrency
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import threading
@@ -26,6 +27,7 @@ from sqsbatch import (
 from tests.support.faults import throttled, unreachable
 from tests.support.front_ends import AsyncFaulty, aio_client, run_async
 from tests.support.sqs_helpers import depth, drain
+from tests.support.waiting import GUARD_SECONDS, telling
 
 
 def config(**values: Any) -> ConsumerConfig:
@@ -126,15 +128,19 @@ def test_sigterm_finishes_the_batch_in_flight_and_receives_no_more(sqs: Any, nam
     # Given three messages, batches of one, and a handler that gets SIGTERM mid-batch
     queue_with(sqs, name, [0, 1, 2])
     handled: list[int] = []
+    stopped = threading.Event()
 
     async def handler(batch: MessageBatch) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
-        await asyncio.sleep(0.2)  # still running when the signal is handled
+        # still running when the signal is handled
+        assert await asyncio.to_thread(stopped.wait, GUARD_SECONDS)
         handled.extend(m.body for m in batch.messages)
 
     async def main() -> None:
         async with aio_client(sqs) as aio:
-            await AsyncConsumer(name, handler, config(max_batch_size=1), client=aio).run()
+            consumer = AsyncConsumer(name, handler, config(max_batch_size=1), client=aio)
+            consumer.stop = telling(consumer.stop, stopped)  # type: ignore[method-assign]
+            await consumer.run()
 
     before = signal.getsignal(signal.SIGTERM)
     # When run() gets the signal
@@ -186,14 +192,15 @@ def test_max_concurrency_batches_run_at_once(sqs: Any, name: str) -> None:
     queue_with(sqs, name, [0, 1, 2])
     running: list[int] = []
     peak: list[int] = []
+    all_running = asyncio.Event()
 
     async def handler(batch: MessageBatch) -> None:
         running.append(batch.messages[0].body)
         peak.append(len(running))
-        for _ in range(100):  # wait (at most 5 s) for the others to be running too
-            if len(running) == 3:
-                break
-            await asyncio.sleep(0.05)
+        if len(running) == 3:
+            all_running.set()
+        with contextlib.suppress(TimeoutError):  # wait for the others to be running too
+            await asyncio.wait_for(all_running.wait(), GUARD_SECONDS)
 
     # When the poller runs until idle
     run_async(name, handler, config(max_batch_size=1, max_concurrency=3), sqs)
@@ -240,11 +247,7 @@ def test_a_heartbeat_that_fails_by_a_bug_is_logged_and_not_tried_again(
         assert tried.wait(10)
 
     async def handler_async(batch: MessageBatch) -> None:
-        for _ in range(200):
-            if tried.is_set():
-                return
-            await asyncio.sleep(0.05)
-        raise AssertionError("no heartbeat came")
+        assert await asyncio.to_thread(tried.wait, GUARD_SECONDS), "no heartbeat came"
 
     # When it runs until idle, with a heartbeat due about 3 s after the receive
     cfg = config(visibility_timeout=4, max_concurrency=1)

@@ -26,6 +26,7 @@ from sqsbatch.limits import SqsLimits
 from tests.support.faults import Faulty, unreachable
 from tests.support.scenarios import Recorder
 from tests.support.sqs_helpers import depth, drain
+from tests.support.waiting import GUARD_SECONDS, telling, wait_for
 
 
 def fill(sqs: Any, name: str, bodies: list[Any], **queue: Any) -> Producer:
@@ -43,14 +44,6 @@ def recording(recorder: Recorder, then: Any = None) -> Any:
             then(batch)
 
     return handler
-
-
-def wait_for(condition: Any, timeout: float = 30.0) -> None:
-    """Wait for a state, not for a guessed time: these tests must pass on a loaded machine."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "the state never came"
-        time.sleep(0.02)
 
 
 def in_thread(target: Any) -> threading.Thread:
@@ -247,7 +240,7 @@ def test_handler_timeout_fails_the_batch_but_explicit_acks_hold(sqs: Any, name: 
     def stuck(batch: MessageBatch) -> None:
         if batch.messages[0].attempts == 1:
             next(m for m in batch.messages if m.body == "acked").ack()
-            time.sleep(2.5)
+            wait_for(lambda: consumer.stats.handler_timeouts == 1, "the batch timed out")
             next(m for m in batch.messages if m.body == "undecided").ack()  # too late: ignored
 
     config = ConsumerConfig(max_batch_timeout=0.2, handler_timeout=0.5)
@@ -260,14 +253,17 @@ def test_handler_timeout_fails_the_batch_but_explicit_acks_hold(sqs: Any, name: 
 def test_sigterm_finishes_the_in_flight_batch_then_returns(sqs: Any, name: str) -> None:
     fill(sqs, name, list(range(3)))
     recorder = Recorder()
+    stopped = threading.Event()
 
     def terminate(batch: MessageBatch) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
-        time.sleep(0.5)  # the batch is still in flight when the signal lands
+        assert stopped.wait(GUARD_SECONDS)  # the batch is still in flight when the signal lands
 
     previous = signal.getsignal(signal.SIGTERM)
     config = ConsumerConfig(max_batch_size=3, max_batch_timeout=0.2)
-    Consumer(name, recording(recorder, terminate), config, client=sqs).run()
+    consumer = Consumer(name, recording(recorder, terminate), config, client=sqs)
+    consumer.stop = telling(consumer.stop, stopped)  # type: ignore[method-assign]
+    consumer.run()
     assert sorted(recorder.attempts()) == [0, 1, 2] and depth(sqs, name) == 0
     assert signal.getsignal(signal.SIGTERM) is previous  # handlers restored
 

@@ -30,19 +30,12 @@ from sqsbatch.health import age_seconds
 from sqsbatch.limits import SqsLimits
 from sqsbatch.local import LocalSqs
 from tests.support.silent_proxy import SilentProxy, silent_proxy
+from tests.support.waiting import wait_for
 
 LIMITS = SqsLimits(max_wait_seconds=1)
 FAST = {"stall_seconds": 3.0, "read_timeout_margin": 1.0, "max_batch_timeout": 0.0}
 GUARD_SECONDS = 90.0
 """Only a guard against a hung test: every wait ends on a state long before."""
-
-
-def wait_for(state: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + GUARD_SECONDS
-    while not state():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never reached: {what}")
-        time.sleep(0.05)
 
 
 def health(path: Path, max_age: float = 2.0) -> Result:

@@ -12,7 +12,6 @@ import logging
 import os
 import sys
 import threading
-import time
 from collections.abc import Callable
 from contextvars import ContextVar
 from types import FrameType
@@ -27,6 +26,7 @@ from tests.support.faults import ClientProxy
 from tests.support.scenarios import Recorder
 from tests.support.spans import Spans
 from tests.support.sqs_helpers import depth
+from tests.support.waiting import wait_for
 
 WAIT = 30.0
 """How long a test waits for a state before it fails (never reached when all is well)."""
@@ -204,20 +204,14 @@ def test_a_handler_stuck_past_its_timeout_is_settled_without_it_and_not_waited_f
         with caplog.at_level(logging.WARNING, logger="sqsbatch"):
             gate.set()
             assert finished.wait(WAIT)
-            wait_for_log(caplog, "ignored ack() on message")
-            wait_until_idle(threads["stuck 1"])  # its slot's thread is done with the batch
+            wait_for(lambda: "ignored ack() on message" in caplog.text, "the ignored ack logged")
+            # its slot's thread is done with the batch (back in its pool, or ended)
+            idle = threads["stuck 1"]
+            wait_for(lambda: not in_poller(sys._current_frames().get(idle)), "the slot idle")
         assert consumer.stats.as_dict() == stats and consumer.requests == requests
         assert "Failed to detach context" not in caplog.text
     finally:
         gate.set()  # the stuck thread ends, whatever failed above
-
-
-def wait_until_idle(ident: int) -> None:
-    """Wait until thread `ident` has left the poller's code (back in its pool, or ended)."""
-    deadline = time.monotonic() + WAIT
-    while in_poller(sys._current_frames().get(ident)):
-        assert time.monotonic() < deadline, "the slot's thread never left the poller"
-        time.sleep(0.01)
 
 
 def in_poller(frame: FrameType | None) -> bool:
@@ -226,10 +220,3 @@ def in_poller(frame: FrameType | None) -> bool:
             return True
         frame = frame.f_back
     return False
-
-
-def wait_for_log(caplog: Any, text: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while text not in caplog.text:
-        assert time.monotonic() < deadline, f"never logged: {text}"
-        time.sleep(0.01)

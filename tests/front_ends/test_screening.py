@@ -3,8 +3,10 @@ past their deadline or with an invalid body are dead-lettered before the handler
 to it, costing no attempt. Plus the producer's side:
 `ttl_seconds` precedence, pydantic bodies, and bad input in one line.
 
-Deadlines here are a second or two long, and the tests wait them out: nothing about timing is
-asserted, only where each message ends.
+Deadlines here are a second or two long. A test never waits one out: a deadline already past
+is a producer whose clock is behind (`late`) or a consumer whose clock is ahead (`ahead`).
+Only the retry due after its deadline waits, for SQS's delay. Nothing about timing is asserted,
+only where each message ends.
 """
 
 from __future__ import annotations
@@ -25,6 +27,18 @@ from tests.support.scenarios import Recorder
 from tests.support.sqs_helpers import depth, drain
 
 SCREENING = FRONT_ENDS
+PAST_SECONDS = 2.0
+"""How far the clocks below are off: more than the 1 s deadlines these tests give."""
+
+
+def late() -> float:
+    """A producer's clock `PAST_SECONDS` behind: a 1 s deadline it stamps is already past."""
+    return time.time() - PAST_SECONDS
+
+
+def ahead() -> float:
+    """A consumer's clock `PAST_SECONDS` ahead: a message sent now is already 2 s old."""
+    return time.time() + PAST_SECONDS
 
 
 class Order(BaseModel):
@@ -63,9 +77,8 @@ def test_a_message_past_its_ttl_is_dead_lettered_before_the_handler(
     # Given one message with a 1 s deadline and one without, received after the deadline
     dlq = f"{name}-dlq"
     create_queue(name, dead_letter_queue=dlq, max_retries=2, client=sqs)
-    producer = Producer(name, client=sqs)
+    producer = Producer(name, client=sqs, clock=late)
     producer.send_batch([MessageSendRequest(0, ttl_seconds=1), MessageSendRequest(1)])
-    time.sleep(1.2)
     # When the front end consumes
     recorder = consume(front_end, name, config(dlq), sqs)
     # Then the handler never saw the expired one; it is in the DLQ as expired, no attempt spent
@@ -82,8 +95,7 @@ def test_max_message_age_gives_every_message_a_deadline_foreign_ones_too(
     url = create_queue(name, dead_letter_queue=dlq, client=sqs)
     sqs.send_message(QueueUrl=url, MessageBody="foreign")
     Producer(name, client=sqs).send("ours", ttl_seconds=3600)  # the earlier deadline wins
-    time.sleep(1.2)
-    recorder = consume(front_end, name, config(dlq, max_message_age=1), sqs)
+    recorder = consume(front_end, name, config(dlq, max_message_age=1), sqs, wall_clock=ahead)
     assert recorder.deliveries == []
     assert dead(sqs, dlq) == {"foreign": [("expired", 0)], "ours": [("expired", 0)]}
 
@@ -137,8 +149,7 @@ def test_without_a_dlq_an_expired_message_is_deleted(
     front_end: FrontEnd, sqs: Any, name: str
 ) -> None:
     create_queue(name, client=sqs)
-    Producer(name, client=sqs).send(0, ttl_seconds=1)
-    time.sleep(1.2)
+    Producer(name, client=sqs, clock=late).send(0, ttl_seconds=1)
     cfg = ConsumerConfig(max_batch_timeout=0.5)
     recorder = consume(front_end, name, cfg, sqs)
     assert recorder.deliveries == [] and depth(sqs, name) == 0

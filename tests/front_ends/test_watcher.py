@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import gc
 import threading
-import time
 import weakref
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -19,6 +17,7 @@ import pytest
 from sqsbatch._core.heartbeat import Watch
 from sqsbatch._sync.flavour import HandlerRun, Slots
 from sqsbatch._sync.watcher import Ticket, Watcher
+from tests.support.waiting import wait_for
 
 WAIT = 30.0
 
@@ -29,13 +28,6 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
-
-
-def wait_for(condition: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + WAIT
-    while not condition():
-        assert time.monotonic() < deadline, "the state never came"
-        time.sleep(0.005)
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from sqsbatch.errors import ConfigError
 from sqsbatch.local import LocalSqs
 from tests.support.redrive import bodies, dead_letter, make_queues
 from tests.support.sqs_helpers import depth
+from tests.support.waiting import wait_for
 
 runner = CliRunner()
 
@@ -173,9 +173,7 @@ def test_sigterm_stops_the_daemon_gracefully(sqs: Any, name: str, local_sqs: Loc
         command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
-        deadline = time.monotonic() + 30
-        while depth(sqs, source) == 0 and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_for(lambda: depth(sqs, source) > 0, "the daemon moved the message")
         # When it gets SIGTERM
         daemon.send_signal(signal.SIGTERM)
         out, errors = daemon.communicate(timeout=30)

@@ -26,7 +26,8 @@ from tests.support.redrive import (
     server_error,
     throttled,
 )
-from tests.support.sqs_helpers import depth
+from tests.support.sqs_helpers import depth, visible
+from tests.support.waiting import wait_for
 
 NOW = BackoffPolicy(base_delay=0, jitter=0)
 """Every message is due at once."""
@@ -186,7 +187,7 @@ def test_a_failed_delete_after_the_send_leaves_a_duplicate_never_a_loss(
     assert depth(sqs, source) == 1
     assert depth(sqs, dlq) == 1
     # and once its visibility lapses a healthy daemon moves it again: a duplicate, same id
-    time.sleep(1.1)
+    wait_for(lambda: visible(sqs, dlq) == 1, "the message visible again in the DLQ")
     assert Redriver(dlq, policy=NOW, client=sqs).run_once(wait_seconds=0).moved == 1
     copies = contents(sqs, source)
     assert [c["body"] for c in copies] == [5, 5]
@@ -210,7 +211,7 @@ def test_fifo_group_and_deduplication_survive_a_redrive(sqs: Any, name: str) -> 
     dead_letter(sqs, dlq, source, [9], group="customer-7")
     faulty = Faulty(sqs, "delete_message_batch", server_error)
     Redriver(dlq, policy=NOW, client=faulty, visibility_timeout=1).run_once(wait_seconds=0)
-    time.sleep(1.1)
+    wait_for(lambda: visible(sqs, dlq) == 1, "the message visible again in the DLQ")
     Redriver(dlq, policy=NOW, client=sqs).run_once(wait_seconds=0)
     # Then the source holds it once, in its group: both copies had the same deduplication id
     [copy] = contents(sqs, source)
@@ -256,10 +257,10 @@ def test_run_stops_gracefully_on_stop(sqs: Any, name: str) -> None:
     redriver = Redriver(dlq, policy=NOW, client=sqs, wait_seconds=1)
     runner = threading.Thread(target=redriver.run)
     runner.start()
-    deadline = time.monotonic() + 10
-    while redriver.stats.moved < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    redriver.stop()
+    try:
+        wait_for(lambda: redriver.stats.moved >= 2, "both moved")
+    finally:
+        redriver.stop()
     runner.join(timeout=30)
     assert not runner.is_alive()
     assert bodies(sqs, source) == [1, 2]
@@ -272,10 +273,10 @@ def test_run_backs_off_from_throttled_receives_and_carries_on(sqs: Any, name: st
     redriver = Redriver(dlq, policy=NOW, client=faulty, wait_seconds=1)
     runner = threading.Thread(target=redriver.run)
     runner.start()
-    deadline = time.monotonic() + 15
-    while redriver.stats.moved < 1 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    redriver.stop()
+    try:
+        wait_for(lambda: redriver.stats.moved >= 1, "the message moved")
+    finally:
+        redriver.stop()
     runner.join(timeout=30)
     assert faulty.calls.count("receive_message") >= 3
     assert bodies(sqs, source) == [1]

@@ -25,16 +25,9 @@ from tests.cli.test_cli_process import SCRIPT, env
 from tests.support.cli_results import ok, one_line_error
 from tests.support.redrive import make_queues
 from tests.support.silent_proxy import silent_proxy
+from tests.support.waiting import wait_for
 
 GUARD_SECONDS = 60.0
-
-
-def wait_for(state: Any, what: str) -> None:
-    deadline = time.monotonic() + GUARD_SECONDS
-    while not state():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never reached: {what}")
-        time.sleep(0.05)
 
 
 def test_the_daemon_touches_its_health_file_after_empty_long_polls(

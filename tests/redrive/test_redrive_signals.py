@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from sqsbatch.cli.app import app
 from sqsbatch.local import LocalSqs
 from tests.support.redrive import dead_letter, make_queues
 from tests.support.sqs_helpers import depth
+from tests.support.waiting import wait_for
 
 runner = CliRunner()
 
@@ -118,13 +118,10 @@ def test_a_second_sigint_stops_redrive_run_at_once_with_130(
     reader = threading.Thread(target=lambda: lines.extend(daemon.stderr or []), daemon=True)
     reader.start()
     try:
-        deadline = time.monotonic() + 30  # hang guards, not timings
-        while depth(sqs, source) == 0 and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_for(lambda: depth(sqs, source) > 0, "the daemon moved a message")
         # When it gets SIGINT, says so, and gets SIGINT again
         daemon.send_signal(signal.SIGINT)
-        while not any("SIGINT" in line for line in lines) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for(lambda: any("SIGINT" in line for line in lines), "SIGINT on stderr")
         daemon.send_signal(signal.SIGINT)
         daemon.wait(timeout=30)
         reader.join(10)

@@ -28,6 +28,7 @@ import aioboto3
 
 from sqsbatch import AsyncConsumer, Consumer, ConsumerConfig, MessageBatch, lambda_handler
 from sqsbatch._botocore import client_config
+from sqsbatch.lambda_adapter import LambdaAdapter
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from tests.support.faults import throttled
 
@@ -65,6 +66,7 @@ def run_async(
     idle_seconds: float = 1.0,
     body_model: Any = None,
     prepare: Callable[[AsyncConsumer], None] | None = None,
+    wall_clock: Callable[[], float] = time.time,
 ) -> AsyncConsumer:
     """An `AsyncConsumer` on an aiobotocore client to `client`'s endpoint, run until idle;
     `prepare` gets it first."""
@@ -72,7 +74,13 @@ def run_async(
     async def main() -> AsyncConsumer:
         async with aio_client(client) as aio:
             consumer = AsyncConsumer(
-                queue, handler, config, client=aio, limits=limits, body_model=body_model
+                queue,
+                handler,
+                config,
+                client=aio,
+                limits=limits,
+                body_model=body_model,
+                wall_clock=wall_clock,
             )
             if prepare is not None:
                 prepare(consumer)
@@ -91,11 +99,13 @@ def as_async(script: Script) -> Callable[[MessageBatch], Awaitable[None]]:
 
 @dataclass(frozen=True)
 class Run:
-    """How a front end runs a script: SQS's ceilings, the idle exit, the body model."""
+    """How a front end runs a script: SQS's ceilings, the idle exit, the body model, the wall
+    clock (a deadline passed without waiting for it: a clock ahead of SQS's)."""
 
     limits: SqsLimits
     idle_seconds: float
     body_model: Any
+    wall_clock: Callable[[], float] = time.time
 
 
 class FrontEnd:
@@ -113,10 +123,13 @@ class FrontEnd:
         limits: SqsLimits = SQS_LIMITS,
         idle_seconds: float = 1.0,
         body_model: Any = None,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         """Run `script` on `queue` until nothing arrives for `idle_seconds` and nothing is in
-        flight (with SQS's ceilings as `limits` say, and bodies validated by `body_model`)."""
-        self._run(queue, script, config, client, Run(limits, idle_seconds, body_model))
+        flight (with SQS's ceilings as `limits` say, bodies validated by `body_model`, and the
+        time of day as `wall_clock` tells it)."""
+        how = Run(limits, idle_seconds, body_model, wall_clock)
+        self._run(queue, script, config, client, how)
 
     def _run(
         self, queue: str, script: Script, config: ConsumerConfig, client: Any, how: Run
@@ -131,7 +144,13 @@ class SyncFrontEnd(FrontEnd):
         self, queue: str, script: Script, config: ConsumerConfig, client: Any, how: Run
     ) -> None:
         consumer = Consumer(
-            queue, script, config, client=client, limits=how.limits, body_model=how.body_model
+            queue,
+            script,
+            config,
+            client=client,
+            limits=how.limits,
+            body_model=how.body_model,
+            wall_clock=how.wall_clock,
         )
         consumer.run_until_idle(how.idle_seconds)
 
@@ -150,6 +169,7 @@ class AsyncFrontEnd(FrontEnd):
             limits=how.limits,
             idle_seconds=how.idle_seconds,
             body_model=how.body_model,
+            wall_clock=how.wall_clock,
         )
 
 
@@ -166,10 +186,20 @@ class LambdaFrontEnd(FrontEnd):
         self, queue: str, script: Script, config: ConsumerConfig, client: Any, how: Run
     ) -> None:
         handler = as_async(script) if self.async_handler else script
-        wrap = lambda_handler(
-            config=config, client=client, limits=how.limits, body_model=how.body_model
-        )
-        function = wrap(handler)
+        if how.wall_clock is time.time:  # the public decorator, as users write it
+            wrap = lambda_handler(
+                config=config, client=client, limits=how.limits, body_model=how.body_model
+            )
+            function = wrap(handler)
+        else:  # what the decorator makes, with another clock
+            function = LambdaAdapter(
+                handler,
+                config,
+                client=client,
+                limits=how.limits,
+                body_model=how.body_model,
+                wall_clock=how.wall_clock,
+            )
         mapping = EventSourceMapping(
             client, queue, batch_size=config.max_batch_size, window=config.max_batch_timeout
         )

@@ -18,6 +18,14 @@ def depth(sqs: Any, queue: str) -> int:
     return sum(int(attributes[n]) for n in names)
 
 
+def visible(sqs: Any, queue: str) -> int:
+    """Messages a receive could get now (not in flight, not delayed)."""
+    url = sqs.get_queue_url(QueueName=queue)["QueueUrl"]
+    names = ["ApproximateNumberOfMessages"]
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+    return int(attributes["ApproximateNumberOfMessages"])
+
+
 def drain(sqs: Any, queue: str) -> list[dict[str, Any]]:
     """Every visible message, received (and left to reappear after 30 s), with parsed metadata."""
     url = sqs.get_queue_url(QueueName=queue)["QueueUrl"]
