@@ -26,9 +26,9 @@ from redrive.policy import BackoffPolicy, JitterSource, jitter_random
 from redrive.reasons import Reasons
 from redrive.report import RedriveStats, event
 from redrive.watchdog import Watchdog, default_stall_seconds
-from sqsbatch._core.backoff import pause_seconds
+from sqsbatch._core.intake import ReceiveErrors, receive_messages
 from sqsbatch._core.metrics import REDRIVE_METRICS
-from sqsbatch._core.shapes import is_transient, queue_name, receive_params
+from sqsbatch._core.shapes import queue_name
 from sqsbatch._sync.door import SyncSqs, default_client
 from sqsbatch.config import check_int
 from sqsbatch.errors import ConfigError, QueueNotFound, SqsBatchError
@@ -110,6 +110,7 @@ class Redriver:
         self._watchdog = Watchdog(stall, clock=clock, on_stall=self._stalled)
         self._fatal: SqsBatchError | None = None
         self._random = random_module.Random()  # the pause between failed passes
+        self._errors = ReceiveErrors(base_seconds=0.5)
         self._urls: dict[str, str] = {}
         self._sources: dict[str, tuple[str | None, float]] = {}
         self._verified: set[str] = set()  # DLQ URLs checked to be DLQs
@@ -160,14 +161,14 @@ class Redriver:
         self._sqs.hook()
         self._start()
         poll = max(1, self._wait_seconds // len(self.dlqs))
-        failures = 0
+        self._errors.failures = 0
         with graceful_signals(self._on_signal), self._watchdog.watching(self._stopping):
             while not self._stopping.is_set():
                 for dlq in self.dlqs:
                     if self._stopping.is_set():
                         break
                     self._wait_for_tokens()
-                    failures = self._guarded_pass(dlq, poll, failures)
+                    self._guarded_pass(dlq, poll)
                     for metrics in self._metrics.values():
                         metrics.tick()
         for metrics in self._metrics.values():
@@ -193,17 +194,19 @@ class Redriver:
         self._sqs.give_up()
         self.stop()
 
-    def _guarded_pass(self, dlq: str, poll: int, failures: int) -> int:
-        """One pass of `run()`; transient SQS errors back off. Returns consecutive failures."""
+    def _guarded_pass(self, dlq: str, poll: int) -> None:
+        """One pass of `run()`: a failure of any of its calls is decided as a poller decides a
+        failed receive (`ReceiveErrors.after`): fatal raises, transient backs off."""
         try:
             self._pass(dlq, poll)
         except SqsBatchError as exc:
-            if not is_transient(exc):
+            pause = self._errors.after(exc, self._random)
+            if pause is None:
                 raise
             event(logging.WARNING, {"action": "error", "dlq": dlq, "error": str(exc)})
-            self._stopping.wait(pause_seconds(failures + 1, random=self._random, base=0.5))
-            return failures + 1
-        return 0
+            self._stopping.wait(pause)
+        else:
+            self._errors.failures = 0
 
     def run_once(self, *, wait_seconds: int = 1) -> RedriveStats:
         """Move what is due now, hide what is not, then return this run's counters.
@@ -257,14 +260,16 @@ class Redriver:
     def _pass(self, dlq: str, wait_seconds: int) -> tuple[dict[str, int], set[str]]:
         """Receive one batch from `dlq` and settle it; (counter increments, message ids)."""
         url = self._urls[dlq]
-        params = receive_params(
-            url,
-            max_messages=self._limits.max_entries,
-            wait_seconds=wait_seconds,
-            visibility_timeout=self._visibility,
-        )
         received_at = self._clock()
-        raw = self._sqs.call("receive_message", params, queue=queue_name(dlq)).get("Messages", [])
+        raw = self._sqs.run(  # as received: a DLQ's messages are neither postponed nor screened
+            receive_messages(
+                url,
+                asked=self._limits.max_entries,
+                wait_seconds=wait_seconds,
+                visibility=self._visibility,
+                queue=queue_name(dlq),
+            )
+        )
         self._watchdog.alive()
         if self._health is not None:
             self._health.touch()

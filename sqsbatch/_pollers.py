@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from sqsbatch import tracing
 from sqsbatch._core.closing import SettleTimes
 from sqsbatch._core.context import QueueContext
-from sqsbatch._core.flows import ReceiveErrors, Screening
+from sqsbatch._core.intake import ReceiveErrors, Screening
 from sqsbatch._core.liveness import Liveness, Pulse, all_busy, default_stall_seconds
 from sqsbatch._core.metrics import batch_sample
 from sqsbatch._core.queue_settings import check_dead_letter_queue

@@ -1,7 +1,8 @@
 """`lambda_handler`: the same handler, sync or `async def`, behind an SQS event source mapping.
 
-A thin shell like the pollers: the event becomes received messages (`lambda_event`), the batch
-is closed by the same decision code (`_core.closing.close_batch`) and settled by the core's flow
+A thin shell like the pollers: the event becomes received messages (`lambda_event`), which go
+through the same intake (`_core.intake`: early delay hops re-sent, screening), the batch is
+closed by the same decision code (`_core.closing.close_batch`) and settled by the core's flow
 for Lambda (`_core.flows.settle_for_lambda`), and only what Lambda cannot do is called:
 visibility changes for retries with a delay, dead-letter copies and re-sent long delays, all
 before returning. Lambda deletes every record left out of `batchItemFailures`
@@ -22,21 +23,15 @@ from sqsbatch import tracing
 from sqsbatch._async.flavour import AsyncBatchHandler
 from sqsbatch._core.closing import close_batch, handler_end
 from sqsbatch._core.context import QueueContext
-from sqsbatch._core.flows import (
-    doomed_counts,
-    doomed_line,
-    postpone,
-    read_settings,
-    settle_for_lambda,
-)
+from sqsbatch._core.flows import read_settings, settle_for_lambda
 from sqsbatch._core.handlers import check_handler, is_async_handler
+from sqsbatch._core.intake import Screening, intake
 from sqsbatch._core.ledger import Outcome
 from sqsbatch._core.metrics import batch_sample
 from sqsbatch._core.queue_settings import (
     check_dead_letter_queue,
 )
-from sqsbatch._core.receiving import Split, split_deliveries
-from sqsbatch._core.screening import BodyModel, Screen, close_screened, screen
+from sqsbatch._core.screening import BodyModel, Screen
 from sqsbatch._core.shapes import is_url, queue_name
 from sqsbatch._sync.door import SyncSqs, default_client
 from sqsbatch._sync.flavour import BatchHandler
@@ -45,14 +40,7 @@ from sqsbatch.errors import AwaitableReturned
 from sqsbatch.handler_alarm import run_sync_handler
 from sqsbatch.handler_tasks import run_async_handler, run_returned
 from sqsbatch.lambda_event import BatchResponse, ParsedEvent, handler_budget, parse_event
-from sqsbatch.lambda_records import (
-    Arrival,
-    RecordDelivery,
-    RecordMessage,
-    delay_hops,
-    deliveries,
-    record_batch,
-)
+from sqsbatch.lambda_records import Arrival, EventRecords, RecordDelivery, RecordMessage
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import Message, MessageBatch, _Delivery
 from sqsbatch.metrics import EmfMetrics, consumer_metrics
@@ -115,30 +103,7 @@ class LambdaAdapter:
         sqs = self._door()
         queue = self._queue(sqs, parsed.queue_url)
         metrics = self._metrics_of(queue)
-        wall_now, now = self._wall_clock(), self._clock()
-        visibility = queue.config.visibility_timeout
-        arrival = Arrival(parsed, now=now, wall_now=wall_now, visibility_timeout=visibility)
-        hops = delay_hops(parsed, arrival)
-        split = split_deliveries(
-            list(hops.values()), queue_url=parsed.queue_url, wall_now=wall_now, limits=self._limits
-        )
-        if split.postpone is not None:
-            listed += self._postpone(sqs, split, metrics)
-        how = Screen(queue.config.max_message_age, self._body_model)
-        if _screens(parsed, how):  # the deliveries' path: screened, bodies validated
-            early = {id(delivery) for delivery in split.early}
-            received_at, hidden_until = arrival.times()
-            records = deliveries(parsed, received_at=received_at, hidden_until=hidden_until)
-            kept: list[_Delivery] = [
-                hops.get(index, record)
-                for index, record in enumerate(records)
-                if id(hops.get(index)) not in early
-            ]
-            batch = MessageBatch(
-                queue.name, self._screen(sqs, kept, queue, listed, how, metrics=metrics)
-            )
-        else:  # the hot path: one object per record, read lazily
-            batch = record_batch(queue.name, parsed, arrival, hops, split.early)
+        batch = self._intake(sqs, parsed, queue, listed, metrics)
         if batch.messages:
             trace = tracing.start(batch)  # the batch's span, current until `end()`
             try:
@@ -158,46 +123,37 @@ class LambdaAdapter:
             self._loop.close()
             self._loop = None
 
-    # -- settling ---------------------------------------------------------------------------------
+    # -- intake and settling ---------------------------------------------------------------------
 
-    def _postpone(self, sqs: SyncSqs, split: Split, metrics: EmfMetrics | None) -> list[str]:
-        """Re-send records that came before their due time; Lambda deletes the originals."""
-        assert split.postpone is not None
-        postponed = sqs.run(postpone(split.postpone, delete=False, limits=self._limits))
-        if metrics is not None:
-            metrics.add({"postponed": postponed.sent})
-        early = cast(list[RecordDelivery], split.early)
-        unsent = [early[index].item_identifier for index in postponed.unsent]
-        for message_id in unsent:
-            log.error("re-sending early message %s failed: it will come back", message_id)
-        return unsent
-
-    def _screen(
+    def _intake(
         self,
         sqs: SyncSqs,
-        records: list[_Delivery],
+        parsed: ParsedEvent,
         queue: QueueContext,
         listed: list[str],
-        how: Screen,
-        *,
         metrics: EmfMetrics | None,
-    ) -> list[_Delivery]:
-        """Dead-letter the records past their deadline or with an invalid body (the copy is
-        sent before returning; a record is left out of `batchItemFailures` only when SQS
-        accepted its copy); the rest go to the handler."""
-        if not records:
-            return records
-        screened = screen(records, how, wall_now=self._wall_clock(), queue=queue.name)
-        if screened.doomed:
-            batch, closing = close_screened(screened.doomed, queue, wall_now=self._wall_clock())
-            settled = sqs.run(settle_for_lambda(closing, batch, self._limits))
-            if metrics is not None:
-                metrics.add(doomed_counts(settled))
-            level, text = doomed_line(batch, closing, settled)
-            log.log(level, "%s", text)
-            doomed = cast(list[RecordDelivery], batch._deliveries)
-            listed += [doomed[index].item_identifier for index in settled.listed]
-        return screened.live
+    ) -> MessageBatch:
+        """The core's intake of the records (`_core.intake`): early delay hops re-sent (Lambda
+        deletes the originals), records past their deadline or with an invalid body
+        dead-lettered (the copy sent before returning). What SQS refused joins `listed`, so that
+        it comes back; the rest is the handler's batch."""
+        wall_now, now = self._wall_clock(), self._clock()
+        visibility = queue.config.visibility_timeout
+        arrival = Arrival(parsed, now=now, wall_now=wall_now, visibility_timeout=visibility)
+        records = EventRecords(queue.name, parsed, arrival)
+        how = Screening(queue, Screen(queue.config.max_message_age, self._body_model))
+        flow = intake(
+            records, how, wall_clock=self._wall_clock, for_lambda=True, limits=self._limits
+        )
+        taken = sqs.run(flow)
+        if metrics is not None and taken.counts:
+            metrics.add(taken.counts)
+        for delivery in taken.unsent:
+            log.error("re-sending early message %s failed: it will come back", _item(delivery))
+        if taken.line is not None:
+            log.log(taken.line[0], "%s", taken.line[1])
+        listed += [_item(delivery) for delivery in (*taken.unsent, *taken.refused)]
+        return taken.batch
 
     def _process(
         self,
@@ -367,20 +323,16 @@ def _set_aside(parsed: ParsedEvent) -> list[str]:
     return [entry.message_id for entry in parsed.set_aside]
 
 
-def _screens(parsed: ParsedEvent, how: Screen) -> bool:
-    """Whether anything is to be screened: a `body_model`, a `max_message_age`, or a record
-    whose producer gave it a deadline (`ttl_seconds`)."""
-    if not how.idle:
-        return True
-    envelopes = parsed.envelopes
-    return envelopes is not None and any(e.expires_at is not None for e in envelopes)
-
-
 def _identifier(message: Message) -> str:
     """The record's `messageId`, what `batchItemFailures` names."""
     if isinstance(message, RecordMessage):
         return message.item_identifier
     return cast(RecordDelivery, message._delivery).item_identifier
+
+
+def _item(delivery: _Delivery) -> str:
+    """A record's `messageId`, from its delivery (`EventRecords` makes `RecordDelivery`s)."""
+    return cast(RecordDelivery, delivery).item_identifier
 
 
 def _response(listed: list[str]) -> BatchResponse:

@@ -3,8 +3,8 @@
 `record_batch` is the hot path: one `RecordMessage` per record, reading its record directly,
 with the delivery the core needs made only when something reads it (an all-acked batch makes
 none). `deliveries` makes a `RecordDelivery` per record, for the screened path (deadlines,
-typed bodies) and for delay hops (`delay_hops`). `parse_event` (`lambda_event`) checks the
-records first.
+typed bodies) and for delay hops (`delay_hops`). `EventRecords` is the event as intake reads it
+(`sqsbatch._core.intake`). `parse_event` (`lambda_event`) checks the records first.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from sqsbatch.message import Message, MessageBatch, _Delivery
 __all__ = [
     "Arrival",
     "EnvelopedMessage",
+    "EventRecords",
     "RecordDelivery",
     "RecordLedger",
     "RecordMessage",
@@ -282,6 +283,44 @@ def delay_hops(parsed: ParsedEvent, arrival: Arrival) -> dict[int, RecordDeliver
         index: RecordDelivery(parsed.records[index], received_at, hidden_until, envelopes[index])
         for index in due
     }
+
+
+class EventRecords:
+    """A parsed event's records as intake's `Arrivals` (`sqsbatch._core.intake`): a delivery is
+    made for a record only when a step reads it (the delay hops; every record when something is
+    screened); else the handler gets `record_batch`'s lazy messages."""
+
+    __slots__ = ("_arrival", "_hops", "_parsed", "_queue", "queue_url")
+
+    def __init__(self, queue: str, parsed: ParsedEvent, arrival: Arrival) -> None:
+        self._queue = queue
+        self._parsed = parsed
+        self._arrival = arrival
+        self._hops = delay_hops(parsed, arrival)
+        self.queue_url = parsed.queue_url
+
+    def hops(self) -> list[_Delivery]:
+        return list(self._hops.values())
+
+    def deadlines(self) -> bool:
+        envelopes = self._parsed.envelopes
+        return envelopes is not None and any(e.expires_at is not None for e in envelopes)
+
+    def deliveries(self, early: Sequence[_Delivery]) -> list[_Delivery]:
+        skipped = {id(delivery) for delivery in early}
+        received_at, hidden_until = self._arrival.times()
+        made = deliveries(self._parsed, received_at=received_at, hidden_until=hidden_until)
+        hops = self._hops
+        return [
+            hops.get(index, record)
+            for index, record in enumerate(made)
+            if id(hops.get(index)) not in skipped
+        ]
+
+    def batch(self, live: list[_Delivery] | None, early: Sequence[_Delivery]) -> MessageBatch:
+        if live is None:
+            return record_batch(self._queue, self._parsed, self._arrival, self._hops, early)
+        return MessageBatch(self._queue, live)
 
 
 def record_batch(

@@ -11,24 +11,23 @@ goes through one of them.
 
 The flows: `batch_calls` (a `BatchRun`, chunked and reconciled per entry), `settle` (the two
 phases of a settled batch), `settle_for_lambda` (the same, deleting only what Lambda will not),
-`postpone` (early delay hops), `heartbeat` (visibility extensions), `receive` and
-`read_settings` (the queue's RedrivePolicy at start).
+`postpone` (early delay hops), `heartbeat` (visibility extensions) and `read_settings` (the
+queue's RedrivePolicy at start). Receiving and every step between SQS and a handler are
+`sqsbatch._core.intake`'s flows, built on these.
 
-What is made once or more per batch (`Request`, `Received`, `Settled`) is a plain slotted
+What is made once or more per batch (`Request`, `Settled`) is a plain slotted
 dataclass, not a frozen one (a third of the cost to make); nothing changes one once made.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from sqsbatch._core.backoff import Uniform, pause_seconds
 from sqsbatch._core.calls import BatchRun, Call, accepted_whole
 from sqsbatch._core.closing import Closing, acked_tally, refusals, sent_keys, tally
-from sqsbatch._core.context import QueueContext
 from sqsbatch._core.entries import TwoPhase, delete_entries
 from sqsbatch._core.heartbeat import extended, heartbeat_entries
 from sqsbatch._core.lambda_report import report
@@ -39,13 +38,11 @@ from sqsbatch._core.queue_settings import (
     policy_query,
     resolve_settings,
 )
-from sqsbatch._core.receiving import split_received
-from sqsbatch._core.screening import Screen, close_screened, screen
-from sqsbatch._core.shapes import is_transient, receive_params
+from sqsbatch._core.shapes import is_transient
 from sqsbatch.config import ConsumerConfig
-from sqsbatch.errors import QueueNotFound, SqsBatchError, SqsError
+from sqsbatch.errors import QueueNotFound, SqsError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
-from sqsbatch.message import MessageBatch, _Delivery
+from sqsbatch.message import MessageBatch
 
 __all__ = [
     "Flow",
@@ -53,16 +50,12 @@ __all__ = [
     "Line",
     "Pause",
     "Postponed",
-    "ReceiveErrors",
-    "Received",
     "Request",
-    "Screening",
     "Settled",
     "batch_calls",
     "heartbeat",
     "postpone",
     "read_settings",
-    "receive",
     "settle",
     "settle_for_lambda",
 ]
@@ -253,109 +246,6 @@ def heartbeat(
         for why in found.refused[:1]  # one line per heartbeat, not one per message
     ]
     return Heartbeat({"expired_receipts": found.expired}, lines)
-
-
-@dataclass(slots=True)
-class Received:
-    """What one receive concluded."""
-
-    deliveries: list[_Delivery]
-    counts: dict[str, int]
-    pause: float = 0.0
-    """A transient failure: wait this long (interruptibly) before the next receive."""
-    fatal: SqsBatchError | None = None
-    """The queue is gone or the credentials are refused: the loop stops and raises it."""
-    line: Line | None = None
-
-
-@dataclass
-class ReceiveErrors:
-    """Consecutive failed receives, for the backoff between them."""
-
-    failures: int = 0
-
-
-def receive(
-    queue: str,
-    queue_url: str,
-    *,
-    asked: int,
-    wait_seconds: int,
-    visibility: int,
-    received_at: float,
-    wall_clock: Callable[[], float],
-    errors: ReceiveErrors,
-    random: Uniform,
-    limits: SqsLimits = SQS_LIMITS,
-    screening: Screening | None = None,
-) -> Flow[Received]:
-    """One `ReceiveMessage`; messages not due yet are re-sent for the time still to wait.
-
-    `received_at` is the monotonic time taken before the call (the 12 h ceiling counts from it);
-    `wall_clock()` is read after the answer, to tell early hops. A transient failure asks for a
-    pause (exponential, with jitter); a permanent one is fatal. With `screening`, messages
-    past their deadline or with an invalid body are dead-lettered here, never delivered.
-    """
-    params = receive_params(
-        queue_url, max_messages=asked, wait_seconds=wait_seconds, visibility_timeout=visibility
-    )
-    try:
-        answer = yield Request("receive_message", params)
-    except SqsBatchError as exc:
-        if not is_transient(exc):  # the queue is gone, or the credentials are refused
-            return Received([], {"receive_errors": 1}, fatal=exc)
-        errors.failures += 1
-        pause = pause_seconds(errors.failures, random=random)
-        line = (logging.WARNING, f"receive from {queue} failed ({exc}); retrying in {pause:.1f} s")
-        return Received([], {"receive_errors": 1}, pause=pause, line=line)
-    errors.failures = 0
-    received = split_received(
-        answer.get("Messages", []),
-        queue_url=queue_url,
-        received_at=received_at,
-        visibility=visibility,
-        wall_now=wall_clock(),
-        limits=limits,
-    )
-    counts = {"received": len(received.deliveries)}
-    if received.postpone is not None:
-        postponed = yield from postpone(received.postpone, delete=True, limits=limits)
-        counts["postponed"] = postponed.sent
-    if screening is None or (received.plain and screening.screen.idle):
-        return Received(received.deliveries, counts)  # nothing here can be screened out
-    screened = screen(
-        received.deliveries, screening.screen, wall_now=wall_clock(), queue=screening.context.name
-    )
-    if not screened.doomed:
-        return Received(screened.live, counts)
-    batch, closing = close_screened(screened.doomed, screening.context, wall_now=wall_clock())
-    settled = yield from settle(closing, batch, limits)
-    return Received(
-        screened.live, counts | doomed_counts(settled), line=doomed_line(batch, closing, settled)
-    )
-
-
-@dataclass(frozen=True)
-class Screening:
-    """What `receive` screens with: the queue (where the DLQ is) and the consumer's `Screen`."""
-
-    context: QueueContext
-    screen: Screen = field(default_factory=Screen)
-
-
-def doomed_counts(settled: Settled) -> dict[str, int]:
-    """Counters for messages dead-lettered before their handler (not a batch of their own)."""
-    return {key: value for key, value in settled.counts.items() if key != "batches" and value}
-
-
-def doomed_line(batch: MessageBatch, closing: Closing, settled: Settled) -> Line:
-    """One line for the messages a receive dead-lettered before their handler: a WARNING (an
-    ERROR when SQS refused some of it) with each reason and the first ids (`notices`)."""
-    level = max([logging.WARNING, *(level for level, _ in settled.lines)])
-    texts = [text for _, text in settled.lines]
-    if not texts:  # nothing settled, nothing refused: cannot happen, but say what was meant
-        texts = [f"{batch.queue}: {len(batch.messages)} to dead-letter before the handler"]
-    return level, "; ".join(texts)
 
 
 def read_settings(

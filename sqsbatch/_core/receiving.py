@@ -1,9 +1,10 @@
 """Receiving: how a batch is assembled from receives, and what a receive answer holds, no I/O.
 
 `Assembly` says how many messages to ask for and how long to wait, receive after receive, until
-the batch window is due; `split_received` reads an answer (lazily: `ReceivedDelivery`) and sets
-apart the delay hops that came early (`Split.postpone` re-sends them for the time still to
-wait); `is_idle` is the idle exit of `run_until_idle`.
+the batch window is due; `Answer` is a receive's answer as intake reads it (lazily:
+`ReceivedDelivery`), and `split_deliveries` sets apart the delay hops that came early
+(`Split.postpone` re-sends them for the time still to wait); `is_idle` is the idle exit of
+`run_until_idle`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import HeldMessage, Message, _Delivery
 
 __all__ = [
+    "Answer",
     "Assembly",
     "ReceivedDelivery",
     "Split",
@@ -64,12 +66,47 @@ def split_received(
 ) -> Split:
     """A `ReceiveMessage` answer as deliveries, decoded as they are read (`ReceivedDelivery`);
     messages that are not due yet are not delivered."""
-    hidden_until = received_at + visibility
-    deliveries = [ReceivedDelivery(item, received_at, hidden_until) for item in raw]
-    plain = not [delivery for delivery in deliveries if delivery._envelope is not FOREIGN]
+    answer = Answer(raw, queue_url=queue_url, received_at=received_at, visibility=visibility)
     return split_deliveries(
-        deliveries, queue_url=queue_url, wall_now=wall_now, limits=limits, plain=plain
+        answer.all, queue_url=queue_url, wall_now=wall_now, limits=limits, plain=answer.plain
     )
+
+
+class Answer:
+    """A `ReceiveMessage` answer as intake's `Arrivals` (`_core.intake`): a delivery per
+    message, decoded as it is read (`ReceivedDelivery`)."""
+
+    __slots__ = ("all", "plain", "queue_url")
+
+    def __init__(
+        self,
+        raw: Sequence[Mapping[str, Any]],
+        *,
+        queue_url: str,
+        received_at: float,
+        visibility: int,
+    ) -> None:
+        hidden_until = received_at + visibility
+        made: list[_Delivery] = [ReceivedDelivery(item, received_at, hidden_until) for item in raw]
+        self.all = made
+        self.plain = not [delivery for delivery in made if delivery.envelope is not FOREIGN]
+        """No message carries sqsbatch's attribute: none is a hop or has a deadline."""
+        self.queue_url = queue_url
+
+    def hops(self) -> list[_Delivery]:
+        return [] if self.plain else [d for d in self.all if d.due_at is not None]
+
+    def deadlines(self) -> bool:
+        return not self.plain and any(d.expires_at is not None for d in self.all)
+
+    def deliveries(self, early: Sequence[_Delivery]) -> list[_Delivery]:
+        if not early:
+            return self.all
+        skipped = {id(delivery) for delivery in early}
+        return [delivery for delivery in self.all if id(delivery) not in skipped]
+
+    def batch(self, live: list[_Delivery] | None, early: Sequence[_Delivery]) -> list[_Delivery]:
+        return live if live is not None else self.deliveries(early)
 
 
 class ReceivedDelivery(_Delivery):

@@ -21,8 +21,9 @@ from sqsbatch._core.backoff import exponential_delay, pause_seconds, round_pause
 from sqsbatch._core.batching import BatchWindow
 from sqsbatch._core.calls import BatchRun, Entry
 from sqsbatch._core.closing import failure_of, handler_end
-from sqsbatch._core.flows import Pause, Received, ReceiveErrors, Request, receive
+from sqsbatch._core.flows import Pause, Request
 from sqsbatch._core.heartbeat import Extended, Watch, extended, heartbeat_entries, next_heartbeat
+from sqsbatch._core.intake import Received, ReceiveErrors, receive
 from sqsbatch._core.ledger import Ledger, Outcome, Verdict
 from sqsbatch._core.receiving import Assembly, connections_for, is_idle, receive_visibility
 from sqsbatch.envelope import decode

@@ -23,17 +23,15 @@ from sqsbatch._core.closing import Closing, close_batch
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.entries import postpone_entries
 from sqsbatch._core.flows import (
-    Received,
-    ReceiveErrors,
     Settled,
     heartbeat,
     postpone,
     read_settings,
-    receive,
     settle,
     settle_for_lambda,
 )
 from sqsbatch._core.heartbeat import next_heartbeat
+from sqsbatch._core.intake import Received, ReceiveErrors, receive
 from sqsbatch._core.ledger import ActionKind, LastFailure, Outcome
 from sqsbatch._sync.door import SyncSqs
 from sqsbatch.envelope import ATTRIBUTE, Envelope, decode

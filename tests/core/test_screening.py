@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from sqsbatch import ConsumerConfig
 from sqsbatch._core.context import QueueContext
-from sqsbatch._core.flows import ReceiveErrors, Screening, receive
+from sqsbatch._core.intake import ReceiveErrors, Screening, receive
 from sqsbatch._core.ledger import ActionKind, LastFailure
 from sqsbatch._core.screening import BodyModel, Screen, close_screened, deadline, screen
 from sqsbatch.envelope import ATTRIBUTE, Death, Envelope, decode
