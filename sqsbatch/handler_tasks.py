@@ -116,8 +116,8 @@ async def called(handler: Callable[[Any], object], batch: object) -> object:
 class HandlerThread:
     """A sync handler called on a daemon thread; `done` is set when it returns or raises.
 
-    The threads are kept for the next batch (`_Worker`): starting one costs about 90 us of CPU,
-    handing a call to a waiting one about a third of that. A handler that never returns keeps
+    The threads are kept for the next batch (`_Worker`): handing a call to a waiting thread
+    costs less CPU than starting one (docs/performance.md). A handler that never returns keeps
     its thread; the next batch gets another.
 
     The handler runs in a copy of the caller's context (`contextvars`), as an asyncio task
@@ -160,7 +160,7 @@ class HandlerThread:
 
 class Done:
     """A one-shot event, set once by the handler's thread: `threading.Event` on a bare lock,
-    about 8 us of CPU cheaper a batch (an `Event` wait builds a `Condition` waiter each time)."""
+    which costs less a batch than an `Event`, whose wait builds a `Condition` waiter each time."""
 
     __slots__ = ("_is_set", "_lock")
 
