@@ -118,8 +118,9 @@ def test_dev_on_a_busy_port_is_one_line(local_sqs: LocalSqs) -> None:
     assert line.startswith("error: ") and port in line
 
 
+@pytest.mark.parametrize("logs", [[], ["--log-format", "json"]], ids=["auto", "json"])
 def test_consume_stops_gracefully_on_sigterm(
-    local_sqs: LocalSqs, sqs: Any, name: str, tmp_path: Path
+    local_sqs: LocalSqs, sqs: Any, name: str, tmp_path: Path, logs: list[str]
 ) -> None:
     (tmp_path / "slow_handlers.py").write_text(
         "import pathlib\n"
@@ -140,6 +141,7 @@ def test_consume_stops_gracefully_on_sigterm(
             "--poll-seconds",
             "1",
             "--json",
+            *logs,
         ],
         env=env(local_sqs),
         cwd=tmp_path,
@@ -157,6 +159,10 @@ def test_consume_stops_gracefully_on_sigterm(
             process.kill()
     assert process.returncode == 0, stderr
     assert json.loads(stdout)["stats"]["acked"] == 3
+    if logs:  # every line on stderr is JSON: the banner and what the stop waits for too
+        entries = [json.loads(line) for line in stderr.splitlines()]
+        assert entries[0]["message"].startswith(f"consuming {name} with ")
+        assert any(e["message"].startswith("SIGTERM: stopping") for e in entries), stderr
 
 
 def test_dev_logs_a_failed_request_in_one_line_and_a_bad_region_fails_at_once(
