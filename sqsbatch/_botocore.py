@@ -130,8 +130,11 @@ def checks_answers(client: Any) -> Any:
     return client
 
 
-def _refuse_markup(response_dict: dict[str, Any] | None = None, **_: Any) -> None:
-    if not response_dict:
+def _refuse_markup(
+    response_dict: dict[str, Any] | None = None, operation_model: Any = None, **_: Any
+) -> None:
+    protocol = getattr(getattr(operation_model, "service_model", None), "resolved_protocol", None)
+    if not response_dict or protocol not in (None, "json"):  # XML is SQS's own under `query`
         return
     body = response_dict.get("body")
     if isinstance(body, bytes | bytearray):
