@@ -11,8 +11,8 @@ so the checks are "each processed at least once, all deleted".
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -64,6 +64,7 @@ class AsyncReceiveGauge:
     def __init__(self, client: Any, *, hold: bool) -> None:
         self._client = client
         self._hold = hold
+        self._changed = asyncio.Condition()
         self.calls = self.active = self.peak = 0
 
     def __getattr__(self, op: str) -> Any:
@@ -76,11 +77,15 @@ class AsyncReceiveGauge:
             later = self.calls > 1
             self.active += 1
             self.peak = max(self.peak, self.active)
+            async with self._changed:
+                self._changed.notify_all()
             try:
                 answer = await target(**params)
-                deadline = time.monotonic() + HOLD_SECONDS
-                while self._hold and later and self.peak < 2 and time.monotonic() < deadline:
-                    await asyncio.sleep(0.01)
+                if self._hold and later:
+                    async with self._changed:
+                        peaked = self._changed.wait_for(lambda: self.peak >= 2)
+                        with contextlib.suppress(TimeoutError):
+                            await asyncio.wait_for(peaked, HOLD_SECONDS)
                 return answer
             finally:
                 self.active -= 1

@@ -11,6 +11,7 @@ hold runs out and the delete is recorded as alone.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from typing import Any
@@ -78,6 +79,7 @@ class AsyncCallLog:
     def __init__(self, client: Any, *, unheld: int = 0) -> None:
         self._client = client
         self._unheld = unheld
+        self._changed = asyncio.Condition()
         self.events: list[tuple[str, str]] = []
         self.overlapped: list[bool] = []
         self._receives = self._receiving = 0
@@ -93,13 +95,16 @@ class AsyncCallLog:
             self._receives += receive
             self._receiving += receive
             before, alone = self._receives, not self._receiving
+            async with self._changed:
+                self._changed.notify_all()
             try:
                 answer = await target(**params)
                 if op == "delete_message_batch":
-                    deadline = time.monotonic() + HOLD_SECONDS
-                    held = alone and len(self.overlapped) >= self._unheld
-                    while held and self._receives == before and time.monotonic() < deadline:
-                        await asyncio.sleep(0.01)
+                    if alone and len(self.overlapped) >= self._unheld:
+                        async with self._changed:
+                            received = self._changed.wait_for(lambda: self._receives > before)
+                            with contextlib.suppress(TimeoutError):
+                                await asyncio.wait_for(received, HOLD_SECONDS)
                     self.overlapped.append(not alone or self._receives > before)
                 return answer
             finally:
