@@ -92,6 +92,7 @@ class LambdaAdapter:
         self._wall_clock = wall_clock
         self._loop: asyncio.AbstractEventLoop | None = None
         self._abandoned: set[asyncio.Task[object]] = set()
+        self._screened: Screening | None = None
 
     def __call__(
         self, event: Mapping[str, Any], context: LambdaContext | None = None
@@ -141,7 +142,7 @@ class LambdaAdapter:
         visibility = queue.config.visibility_timeout
         arrival = Arrival(parsed, now=now, wall_now=wall_now, visibility_timeout=visibility)
         records = EventRecords(queue.name, parsed, arrival)
-        how = Screening(queue, Screen(queue.config.max_message_age, self._body_model))
+        how = self._screening(queue)
         flow = intake(
             records, how, wall_clock=self._wall_clock, for_lambda=True, limits=self._limits
         )
@@ -152,8 +153,21 @@ class LambdaAdapter:
             log.error("re-sending early message %s failed: it will come back", _item(delivery))
         if taken.line is not None:
             log.log(taken.line[0], "%s", taken.line[1])
-        listed += [_item(delivery) for delivery in (*taken.unsent, *taken.refused)]
+        if taken.unsent or taken.refused:
+            listed += [_item(delivery) for delivery in (*taken.unsent, *taken.refused)]
         return taken.batch
+
+    def _screening(self, queue: QueueContext) -> Screening:
+        """What intake screens this queue's records with (kept while the queue's is kept)."""
+        kept = self._screened
+        if (
+            kept is None
+            or kept.context is not queue
+            or kept.screen.body_model is not self._body_model
+        ):
+            screen = Screen(queue.config.max_message_age, self._body_model)
+            kept = self._screened = Screening(queue, screen)
+        return kept
 
     def _process(
         self,

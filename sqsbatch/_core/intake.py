@@ -98,9 +98,9 @@ class Taken(Generic[B]):
     counts: dict[str, int]
     early: int = 0
     """How many delay hops came before their due time (postponed, or not re-sent)."""
-    unsent: list[_Delivery] = field(default_factory=list)
+    unsent: Sequence[_Delivery] = ()
     """Early hops whose re-send SQS refused: they stay (hidden) and come back."""
-    refused: list[_Delivery] = field(default_factory=list)
+    refused: Sequence[_Delivery] = ()
     """Lambda: messages to dead-letter whose copy SQS refused (reported, so they come back)."""
     line: Line | None = None
     """The messages dead-lettered before their handler (`doomed_line`)."""
@@ -117,9 +117,17 @@ def intake(
     """The steps between SQS and the handler, in order (the module's docstring). `for_lambda`:
     the originals of re-sent hops are left to Lambda, and a copy SQS refused is reported."""
     counts: dict[str, int] = {}
-    early, unsent = yield from _postpone_early(
-        arrivals, counts, wall_now=wall_clock(), delete=not for_lambda, limits=limits
-    )
+    early: Sequence[_Delivery] = ()
+    unsent: Sequence[_Delivery] = ()
+    if hops := arrivals.hops():
+        early, unsent = yield from _postpone_early(
+            hops,
+            arrivals.queue_url,
+            counts,
+            wall_now=wall_clock(),
+            delete=not for_lambda,
+            limits=limits,
+        )
     if screening is None or (screening.screen.idle and not arrivals.deadlines()):
         batch = arrivals.batch(None, early)  # nothing here can be screened out
         return Taken(batch, counts, len(early), unsent)
@@ -139,20 +147,18 @@ def intake(
 
 
 def _postpone_early(
-    arrivals: Arrivals[Any],
+    hops: Sequence[_Delivery],
+    queue_url: str,
     counts: dict[str, int],
     *,
     wall_now: float,
     delete: bool,
     limits: SqsLimits,
-) -> Flow[tuple[list[_Delivery], list[_Delivery]]]:
+) -> Flow[tuple[Sequence[_Delivery], Sequence[_Delivery]]]:
     """Re-send the hops not due yet; (those early hops, those of them SQS refused)."""
-    hops = arrivals.hops()
-    if not hops:
-        return [], []
-    split = split_deliveries(hops, queue_url=arrivals.queue_url, wall_now=wall_now, limits=limits)
+    split = split_deliveries(hops, queue_url=queue_url, wall_now=wall_now, limits=limits)
     if split.postpone is None:
-        return [], []
+        return (), ()
     postponed = yield from postpone(split.postpone, delete=delete, limits=limits)
     counts["postponed"] = postponed.sent
     return split.early, [split.early[index] for index in postponed.unsent]
