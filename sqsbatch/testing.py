@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -28,11 +28,13 @@ from sqsbatch._core.closing import failure_of, handler_end
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.entries import Outbound, send_entry
 from sqsbatch._core.handlers import check_handler, is_async_handler
+from sqsbatch._core.intake import Screening, intake
 from sqsbatch._core.ledger import ActionKind, actions_for
 from sqsbatch._core.queue_settings import check_dead_letter_queue, resolve_settings
-from sqsbatch._core.receiving import split_received
-from sqsbatch._core.screening import BodyModel, Doomed, Screen, close_screened, screen
+from sqsbatch._core.receiving import Answer
+from sqsbatch._core.screening import BodyModel, Doomed, Screen, close_screened
 from sqsbatch._core.shapes import is_fifo, queue_name
+from sqsbatch._sync.door import SyncSqs
 from sqsbatch._sync.flavour import BatchHandler
 from sqsbatch.attributes import UserAttribute, encode_attributes
 from sqsbatch.config import MAX_TTL_SECONDS, ConsumerConfig
@@ -219,19 +221,16 @@ class _Run:
         check_dead_letter_queue(queue, config.dead_letter_queue)
         wall_now = time.time()
         raw = [_received(i, item, queue, wall_now) for i, item in enumerate(items)]
-        received = split_received(
-            raw,
-            queue_url=queue,  # named in entries and postponements, never called
-            received_at=time.monotonic(),
-            visibility=config.visibility_timeout,
-            wall_now=wall_now,
-        )
-        how = Screen(config.max_message_age, model)
-        found = screen(received.deliveries, how, wall_now=wall_now, queue=queue_name(queue))
-        index = {id(delivery): i for i, delivery in enumerate(received.deliveries)}
-        run = cls(MessageBatch(queue_name(queue), found.live), config, queue)
-        run.positions = [index[id(delivery)] for delivery in found.live]
-        run.screened = _screened(found.doomed, index, queue, config, wall_now)
+        visibility = config.visibility_timeout
+        answer = Answer(raw, queue_url=queue, received_at=time.monotonic(), visibility=visibility)
+        context = _context(queue, config)
+        screening = Screening(context, Screen(config.max_message_age, model))
+        flow = intake(answer, screening, wall_clock=lambda: wall_now)
+        taken = SyncSqs(_Accepting()).run(flow)  # the consumers' intake; `queue` is never called
+        index = {id(delivery): i for i, delivery in enumerate(answer.all)}
+        run = cls(MessageBatch(queue_name(queue), taken.batch), config, queue)
+        run.positions = [index[id(delivery)] for delivery in taken.batch]
+        run.screened = _screened(taken.doomed, index, context, wall_now)
         return run
 
     def finish(self, timed_out: bool, error: BaseException | None) -> HandlerResult:
@@ -267,18 +266,33 @@ class _Run:
         return HandlerResult(outcomes, end.error, timed_out)
 
 
+def _context(queue: str, config: ConsumerConfig) -> QueueContext:
+    """The test's queue, as if it had no RedrivePolicy."""
+    settings = resolve_settings(queue, config, {})
+    return QueueContext.of(queue, settings, config.dead_letter_queue)
+
+
+class _Accepting:
+    """The client of a test's queue, which is not a real one: every call succeeds and every
+    entry is accepted (the calls of screened-out messages: copies to the DLQ, deletes)."""
+
+    def __getattr__(self, op: str) -> Callable[..., Mapping[str, Any]]:
+        def call(**params: Any) -> Mapping[str, Any]:
+            entries = params.get("Entries", [])
+            return {"Successful": [{"Id": entry["Id"]} for entry in entries], "Failed": []}
+
+        return call
+
+
 def _screened(
     doomed: Sequence[Doomed],
     index: Mapping[int, int],
-    queue: str,
-    config: ConsumerConfig,
+    context: QueueContext,
     wall_now: float,
 ) -> list[MessageResult]:
     """The results of the messages screened out, closed as the consumers close them."""
     if not doomed:
         return []
-    settings = resolve_settings(queue, config, {})
-    context = QueueContext.of(queue, settings, config.dead_letter_queue)
     batch, closing = close_screened(doomed, context, wall_now=wall_now)
     return [
         MessageResult(

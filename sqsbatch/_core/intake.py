@@ -102,6 +102,8 @@ class Taken(Generic[B]):
     """Early hops whose re-send SQS refused: they stay (hidden) and come back."""
     refused: Sequence[_Delivery] = ()
     """Lambda: messages to dead-letter whose copy SQS refused (reported, so they come back)."""
+    doomed: Sequence[Doomed] = ()
+    """The messages screened out, each with why (dead-lettered before their handler)."""
     line: Line | None = None
     """The messages dead-lettered before their handler (`doomed_line`)."""
 
@@ -177,6 +179,7 @@ def _dead_letter(
     batch, closing = close_screened(doomed, context, wall_now=wall_now)
     settling = settle_for_lambda if for_lambda else settle
     settled = yield from settling(closing, batch, limits)
+    taken.doomed = doomed
     taken.counts |= doomed_counts(settled)
     taken.line = doomed_line(batch, closing, settled)
     taken.refused = [batch._deliveries[index] for index in settled.listed]

@@ -99,6 +99,10 @@ def test_every_front_end_postpones_screens_and_dead_letters_the_same(front_end: 
     # Then only m0 goes to the handler, m1 is re-sent, m2 and m3 are dead-lettered
     assert ids(taken) == ["m0"]
     assert (taken.early, list(taken.unsent), list(taken.refused)) == (1, [], [])
+    assert [(d.delivery.id, d.reason) for d in taken.doomed] == [
+        ("m2", "expired"),
+        ("m3", "invalid_body"),
+    ]
     assert taken.counts == {
         "postponed": 1,
         "dead_lettered": 2,
