@@ -1,8 +1,7 @@
 """CPU per record of `sqsbatch.lambda_handler` and of Powertools' batch processor, one SQS event.
 
     .venv/bin/python bench/lambda_cpu.py [--records 10000] [--repeat 7] [--retry-every 10]
-        [--bodies foreign|sqsbatch] [--no-gc-off] [--anywhere] [--profile] [--unreachable]
-        [--each]
+        [--bodies foreign|sqsbatch] [--no-gc-off] [--profile] [--unreachable]
 
 Both front ends get the same event: `--records` records in the shape Lambda's SQS event source
 mapping delivers (messageId, receiptHandle, body, attributes, messageAttributes, md5OfBody,
@@ -12,12 +11,12 @@ json-decode the body (sqsbatch decodes a body its Producer sent as JSON itself: 
 takes `message.body` as it is) and succeed, or retry every `--retry-every`-th record
 (sqsbatch: `message.retry()` without a delay; Powertools: raise in the record handler).
 
-Measured: `time.process_time()` (CPU of the whole process, every thread: sqsbatch runs a sync
-handler on a thread of its own) around one invocation, after one warm-up invocation of each (a
-warm Lambda: sqsbatch looks up the queue's RedrivePolicy once per execution environment, with
-one GetQueueAttributes). Contenders alternate, `--repeat` invocations each; min and median, and
-the paired ratio (the median of each round's own ratio, ours to theirs invoked beside it: a
-machine that slows for seconds at a time slows both sides of a pair).
+Measured: `time.process_time()` (CPU of the whole process, every thread) around one
+invocation, after one warm-up invocation of each (a warm Lambda: sqsbatch looks up the queue's
+RedrivePolicy once per execution environment, with one GetQueueAttributes). Contenders
+alternate, `--repeat` invocations each; min and median, and the paired ratio (the median of
+each round's own ratio, ours to theirs invoked beside it: a machine that slows for seconds at a
+time slows both sides of a pair).
 Not measured: decoding the event, building the processor or adapter, the local SQS, a full
 `gc.collect()` before each invocation (so that no invocation pays for the previous one's garbage).
 The cyclic GC stays on as in Lambda; the CPU it takes during the invocation is printed ("of it
@@ -36,13 +35,8 @@ record hidden until the queue's visibility timeout ends. The request counts are 
 port on 127.0.0.1: what the RedrivePolicy lookup costs when it fails (a failed lookup is not kept,
 so every invocation asks again).
 
-`--each` prints every invocation's CPU per record, in order: a sync handler runs on a thread of
-its own, and on a machine of more than one CPU the scheduler would start that thread on another
-CPU than the one that decoded the event, whose caches then hold none of it (on the 2-CPU machine
-of 2026-11-26 sqsbatch's invocations came out either about 2.5 or about 3.7 µs a record, and all
-but one of 15 about 2.5 under `taskset -c 1`); so for a batch of 1,000 records or more the
-adapter starts it on the caller's CPU (`sqsbatch/_cpu.py`); `--anywhere` adds a contender
-without that, beside its own Powertools. Powertools runs every record on the calling thread.
+Both run their handler on the calling thread, the main one, as Lambda's runtime calls it
+(sqsbatch: with SIGALRM armed for its deadline, `sqsbatch/handler_alarm.py`).
 """
 
 from __future__ import annotations
@@ -63,12 +57,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
-from unittest import mock
 
 import boto3
 from _local import command, local_sqs
 
-from sqsbatch import ConsumerConfig, MessageBatch, handler_tasks, lambda_handler
+from sqsbatch import ConsumerConfig, MessageBatch, lambda_handler
 from sqsbatch._botocore import client_config
 from sqsbatch.envelope import Envelope
 from sqsbatch.lambda_adapter import LambdaAdapter
@@ -237,19 +230,7 @@ def contenders(sqs: Any, retry_every: int, args: argparse.Namespace) -> list[Con
             Contender("sqsbatch, gc off", ours, gc_on=False),
             Contender("powertools, gc off", theirs, gc_on=False),
         ]
-    if args.anywhere:
-        found += [Contender("sqsbatch, anywhere", anywhere(ours)), Contender("powertools", theirs)]
     return found
-
-
-def anywhere(function: LambdaAdapter) -> Callable[[Any, Any], Any]:
-    """The adapter with its handler's thread left to start wherever the scheduler puts it."""
-
-    def invoke(event: Any, context: Any) -> Any:
-        with mock.patch.object(handler_tasks, "near_caller", lambda thread_id: None):
-            return function(event, context)
-
-    return invoke
 
 
 def scenario(title: str, sqs: Any, args: argparse.Namespace, retry_every: int) -> None:
@@ -297,37 +278,20 @@ def report(title: str, args: argparse.Namespace, runners: list[Contender], retri
         )
     for runner in runners[:2]:
         print(f"  warm-up invocation of {runner.name}: {runner.warmup}")
-    if args.each:
-        print("  each invocation, CPU us/record, in order:")
-        for runner in runners:
-            print(f"    {runner.name:18} " + " ".join(f"{cpu * per:.2f}" for cpu in runner.cpu))
 
 
 def profile(title: str, function: Callable[[Any, Any], Any], text: str) -> None:
-    """cProfile of one warm invocation, in CPU time of each thread (`time.thread_time`): the
-    calling thread and the handler's thread, merged; and the cyclic GC's share of it."""
+    """cProfile of one warm invocation, in CPU time (`time.thread_time`: the handler runs on
+    the calling thread), and the cyclic GC's share of it."""
     event = json.loads(text)
-    main, worker = cProfile.Profile(time.thread_time), cProfile.Profile(time.thread_time)
-    adapter = function
-    assert isinstance(adapter, LambdaAdapter)
-    inner = adapter.handler
-
-    def profiled(batch: MessageBatch) -> object:
-        worker.enable()
-        try:
-            return inner(batch)
-        finally:
-            worker.disable()
-
-    adapter.handler = profiled
+    main = cProfile.Profile(time.thread_time)
     gc.collect()
     with gc_watch() as collections:
         main.enable()
-        adapter(event, Context())
+        function(event, Context())
         main.disable()
-    adapter.handler = inner
     print(f"\ncProfile of one sqsbatch invocation ({title}), top 15 by own CPU time:")
-    stats = pstats.Stats(main).add(worker)
+    stats = pstats.Stats(main)
     stats.sort_stats("tottime").print_stats(15)
     print("the same, sqsbatch's own functions by cumulative CPU time:")
     stats.sort_stats("cumulative").print_stats(r"/sqsbatch/", 15)
@@ -393,15 +357,7 @@ def main() -> None:
         default=True,
         help="also measure both with the cyclic GC disabled during the invocation",
     )
-    parser.add_argument(
-        "--anywhere",
-        action="store_true",
-        help="also sqsbatch with its handler's thread started wherever the scheduler puts it",
-    )
     parser.add_argument("--profile", action="store_true", help="cProfile one sqsbatch invocation")
-    parser.add_argument(
-        "--each", action="store_true", help="also print every invocation's CPU per record"
-    )
     parser.add_argument(
         "--unreachable", action="store_true", help="also invoke with SQS unreachable (slow)"
     )

@@ -23,6 +23,7 @@ already armed, or no `setitimer` (Windows).
 from __future__ import annotations
 
 import contextvars
+import importlib
 import inspect
 import os
 import signal
@@ -48,6 +49,12 @@ _OURS = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 _HAS_TIMER = hasattr(signal, "setitimer") and hasattr(signal, "SIGALRM")
 
+try:  # the C functions under `signal`'s: a tenth of the CPU (no enum made for each answer)
+    _raw: Any = importlib.import_module("_signal")
+except ImportError:  # an interpreter without it: `signal`'s own, the same answers as ints
+    _raw = signal
+_DEFAULT = int(signal.SIG_DFL)
+
 
 class _Alarm:
     """The one armed deadline (the main thread runs one handler at a time)."""
@@ -70,7 +77,7 @@ def can_interrupt() -> bool:
     return (
         _HAS_TIMER
         and threading.current_thread() is threading.main_thread()
-        and signal.getsignal(signal.SIGALRM) is signal.SIG_DFL
+        and _raw.getsignal(signal.SIGALRM) == _DEFAULT
         and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
     )
 
@@ -99,7 +106,7 @@ def _run_inline(
     with SIGALRM armed for `budget` seconds and put back as it was after."""
     alarm = _alarm
     alarm.fired = False
-    signal.signal(signal.SIGALRM, _on_alarm)
+    _raw.signal(signal.SIGALRM, _on_alarm)
     try:
         alarm.armed = True
         signal.setitimer(signal.ITIMER_REAL, budget, GRACE_SECONDS)
@@ -112,7 +119,7 @@ def _run_inline(
         alarm.armed = False
         signal.setitimer(signal.ITIMER_REAL, 0)
         _pending_signals_run()
-        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        _raw.signal(signal.SIGALRM, _DEFAULT)
     if returned is None or not inspect.isawaitable(returned):
         return timed_out, None
     if keep_awaitable and not timed_out:  # a caller with an event loop awaits it
