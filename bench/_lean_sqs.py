@@ -6,14 +6,16 @@ prints `{"endpoint": "http://127.0.0.1:PORT", ...}` and serves until its stdin c
 (after `lifetime_seconds`, default 3600); `lean_sqs()` runs it as a child process, as
 bench/_local.py's `local_sqs()` runs moto's server.
 
-Why it exists: bench/latency.py measures how fast the consumers drain a queue behind a delaying
-proxy, on a 2-CPU machine where the client, the local SQS and the proxy share the CPUs. moto's
-server spends 0.7-1.3 ms of CPU per message drained (a werkzeug request and connection per call,
-its response layers, its model), so moto, not the client, caps the figures (even a parallel hand
-loop tops out near 1,000 msg/s). This one spends 20-85 us per message drained (its own work for a
-ReceiveMessage of 10 is ~50 us, for a DeleteMessageBatch of 10 ~20 us; the rest is the kernel's
-and waking up), so the client's own throughput shows. It is bench-only: no test and nothing in
-sqsbatch uses it, and it is no stand-in for SQS (or moto) elsewhere.
+Why it exists: bench/poller.py (`--server lean`) measures how fast the consumers drain a queue
+beside a hand loop, and behind a delaying proxy, on a 2-CPU machine where the client, the local
+SQS and the proxy share the CPUs. moto's server spends 0.7-1.5 ms of CPU per message drained
+(a werkzeug request and connection per call, its response layers, its model), so moto, not the
+client, caps the figures (every contender near 400-500 msg/s at `--delay-ms 0`; even a
+parallel hand loop tops out near 1,000 msg/s behind a delay). This one spends 20-85 us per
+message drained (its own work for a ReceiveMessage of 10 is ~50 us, for a DeleteMessageBatch of
+10 ~20 us; the rest is the kernel's and waking up), so the client's own throughput shows. It is
+bench-only: no test and nothing in sqsbatch uses it, and it is no stand-in for SQS (or moto)
+elsewhere.
 
 What it does, as SQS does (botocore 1.40 / aiobotocore 2.25: `POST /`, `X-Amz-Target:
 AmazonSQS.<Operation>`, JSON in and out; errors are HTTP 400 with `{"__type":

@@ -39,7 +39,8 @@ with LocalSqs() as server:
 @dataclass(frozen=True)
 class Server:
     """The local SQS child: its endpoint, whether moto is patched, its pid, which server it is
-    ("moto": moto's, `local_sqs`; "lean": bench/_lean_sqs.py's, no moto in it)."""
+    ("moto": moto's, `local_sqs`; "lean": bench/_lean_sqs.py's, no moto in it; "stub": none,
+    bench/_stub_sqs.py answers in the client's process)."""
 
     endpoint: str
     speedup: bool
@@ -47,7 +48,9 @@ class Server:
     kind: str = "moto"
 
     def cpu_seconds(self) -> float:
-        """utime + stime of the server process so far (Linux /proc; 0 elsewhere)."""
+        """utime + stime of the server process so far (Linux /proc; 0 elsewhere, or no server)."""
+        if self.kind == "stub":
+            return 0.0
         try:
             with open(f"/proc/{self.pid}/stat") as stat:
                 fields = stat.read().rsplit(")", 1)[1].split()
@@ -61,6 +64,8 @@ class Server:
         found = [f"{name} {_version(name)}" for name in packages]
         if self.kind == "moto":
             server = f"moto speed-up {'applied' if self.speedup else 'not applied'}"
+        elif self.kind == "stub":
+            server = "no server: bench/_stub_sqs.py answers in the client's process"
         else:
             server = "local SQS: bench/_lean_sqs.py (in memory, no moto)"
         python = f"Python {platform.python_version()}"

@@ -1,7 +1,7 @@
 """Loopback proxies in front of the local SQS, each in a process of its own (asyncio).
 
-- `DelayProxy` (bench/latency.py): pipes bytes, holding each request's first chunk for a fixed
-  delay; it counts the requests it delays.
+- `DelayProxy` (bench/poller.py --delay-ms): pipes bytes, holding each request's first chunk
+  for a fixed delay; it counts the requests it delays.
 - `FaultProxy` (bench/faults.py, redrive_crash.py, partition.py): reads each HTTP request whole
   (botocore sends a Content-Length), then, with probability `rate`, answers it with a fault
   instead of SQS's answer. It can be switched "down": in `refuse` style nothing listens (connection

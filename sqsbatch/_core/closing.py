@@ -175,9 +175,9 @@ def close_batch(
 OVERLAP_ROUND_TRIP_SECONDS = 0.004
 """A delete call that takes this long is mostly waiting on the network: a thread sending it
 beside the next receive then costs less than it saves, where on loopback it costs more than it
-saves (bench/settle_overlap.py measures both; docs/performance.md has its figures). Twice the
-delay where it begins to pay, so that a local endpoint on a busy machine stays below it and a
-remote SQS is above it."""
+saves (`bench/poller.py --extra overlapped` measures both; docs/performance.md has figures).
+Twice the delay where it begins to pay, so that a local endpoint on a busy machine stays below it
+and a remote SQS is above it."""
 
 
 SETTLE_WINDOW = 64
