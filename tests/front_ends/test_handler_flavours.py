@@ -286,11 +286,11 @@ def test_a_handler_raising_a_base_exception_fails_its_batch_and_the_loop_goes_on
 def test_a_cancelled_async_poller_still_stops(sqs: Any, name: str) -> None:
     # Given a handler under way, and the poller's own task cancelled meanwhile
     fill(sqs, name, [0])
-    started = asyncio.Event()
+    started, cancelled = asyncio.Event(), asyncio.Event()
 
     async def handler(batch: MessageBatch) -> None:
         started.set()
-        await asyncio.sleep(0.2)
+        await cancelled.wait()  # under way until the poller's task is cancelled
 
     async def main() -> bool:
         async with aio_client(sqs) as aio:
@@ -299,6 +299,7 @@ def test_a_cancelled_async_poller_still_stops(sqs: Any, name: str) -> None:
             task = asyncio.create_task(consumer.run())
             await asyncio.wait_for(started.wait(), 30)
             task.cancel()
+            cancelled.set()
             # Then it stops as stop() stops it (the batch in flight settles), and says cancelled
             done, _ = await asyncio.wait({task}, timeout=30)  # a hang guard, not a timing
             return bool(done) and task.cancelled()
