@@ -11,8 +11,10 @@ batch counts as timed out.
 The interrupt never lands in sqsbatch's own code: when SIGALRM comes while sqsbatch code runs
 (a `message.ack()`, the ledger, a body decoded on first read, a `Producer` call the handler
 made), the signal handler raises nothing and tries again `DEFER_SECONDS` later, so a call into
-sqsbatch ends whole or not at all. The timer is disarmed, and the previous SIGALRM handler put
-back, before any of sqsbatch's code runs after the handler.
+sqsbatch ends whole, or is not made. The same holds for `logging`, which the adapter uses right
+after the handler: a log call is never cut between taking its handler's lock and letting go.
+The timer is disarmed, and the previous SIGALRM handler put back, before any of sqsbatch's code
+runs after the handler.
 
 Only where that is sound; elsewhere the handler runs on a thread of its own as before
 (`handler_tasks.run_in_thread`: the caller stops waiting at the deadline, the thread runs on):
@@ -25,6 +27,7 @@ from __future__ import annotations
 import contextvars
 import importlib
 import inspect
+import logging
 import os
 import signal
 import threading
@@ -44,8 +47,10 @@ GRACE_SECONDS = CANCEL_GRACE_SECONDS
 DEFER_SECONDS = 0.01
 """An interrupt that came while sqsbatch's own code ran is tried again this much later."""
 
-_OURS = os.path.dirname(os.path.abspath(__file__)) + os.sep
-"""Where sqsbatch's code is: frames of files under it are never interrupted."""
+_OURS = tuple(
+    os.path.dirname(os.path.abspath(path)) + os.sep for path in (__file__, logging.__file__)
+)
+"""Where sqsbatch's code is, and `logging`'s: frames of files under them are not interrupted."""
 
 _HAS_TIMER = hasattr(signal, "setitimer") and hasattr(signal, "SIGALRM")
 

@@ -110,56 +110,98 @@ def test_a_handler_that_swallows_the_interrupt_is_interrupted_again_and_its_batc
     assert "ran past" in caplog.text
 
 
+def until_the_deadline_passed() -> None:
+    """Block until the handler's deadline came (SIGALRM, deferred meanwhile: the sleep goes on)."""
+    give_up = time.monotonic() + 30  # a hang guard, not a measure
+    while not _alarm.fired and time.monotonic() < give_up:
+        time.sleep(0.01)
+
+
+class SlowSends:
+    """A real client whose SendMessageBatch waits until the handler's deadline has passed."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.sent: list[str] = []
+
+    def __getattr__(self, op: str) -> Any:
+        return getattr(self._client, op)
+
+    def send_message_batch(self, **params: Any) -> Any:
+        until_the_deadline_passed()
+        answer = self._client.send_message_batch(**params)
+        self.sent += [entry["MessageId"] for entry in answer["Successful"]]
+        return answer
+
+
+def test_the_interrupt_waits_until_a_call_into_sqsbatch_returns(sqs: Any, name: str) -> None:
+    # Given a handler that sends with sqsbatch's Producer, whose send lasts past the deadline
+    mapping = mapping_of(sqs, name, [0, 1])
+    create_queue(f"{name}-out", client=sqs)
+    slow = SlowSends(sqs)
+    producer = Producer(f"{name}-out", client=slow)
+    steps: list[str] = []
+
+    @lambda_handler(config=config(), client=sqs)
+    def handler(batch: MessageBatch) -> None:
+        batch.messages[0].ack()
+        steps.append(f"sent {producer.send({'n': 0})}")
+        try:
+            time.sleep(60)
+        except HandlerTimeout:
+            steps.append("interrupted")
+            raise
+
+    # When the deadline comes while the Producer's send is under way
+    failed = failed_bodies(mapping, handler)
+    # Then the send ended whole (the message is on its queue), and the interrupt came after it
+    assert len(slow.sent) == 1
+    assert steps == [f"sent {slow.sent[0]}", "interrupted"]
+    assert [m["Body"] for m in drain(sqs, f"{name}-out")] == ['{"n":0}']
+    assert failed == {1}
+    assert left_on(sqs, name) == [1]
+
+
 class Blocking(logging.Handler):
-    """A log handler that, once armed, blocks the record it is given until the deadline came
-    and went (so the interrupt arrives while sqsbatch's `message.ack()` is logging)."""
+    """A log handler that holds each record until the handler's deadline has passed."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.armed = False
         self.finished: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        if not self.armed:
-            return
-        give_up = time.monotonic() + 30  # a hang guard, not a measure
-        while not _alarm.fired and time.monotonic() < give_up:
-            time.sleep(0.01)  # SIGALRM comes in here: deferred, the sleep goes on
+        until_the_deadline_passed()
         self.finished.append(record.getMessage())
 
 
-def test_the_interrupt_waits_until_sqsbatch_s_own_code_returns(sqs: Any, name: str) -> None:
-    # Given a handler whose second ack() of a message logs "ignored", and a log handler that
-    # holds that line until the deadline has passed
+def test_the_interrupt_waits_until_a_log_call_returns(sqs: Any, name: str) -> None:
+    # Given a handler that logs through a log handler that holds the line past the deadline
     mapping = mapping_of(sqs, name, [0, 1])
     blocking = Blocking()
-    logger = logging.getLogger("sqsbatch")
+    logger = logging.getLogger(f"app.{name}")
     logger.addHandler(blocking)
     steps: list[str] = []
 
     @lambda_handler(config=config(), client=sqs)
     def handler(batch: MessageBatch) -> None:
         batch.messages[0].ack()
-        blocking.armed = True
-        batch.messages[0].ack()  # ignored: logged, and held past the deadline
-        blocking.armed = False
-        steps.append("ack() returned")
+        logger.warning("working on it")
+        steps.append("logged")
         try:
             time.sleep(60)
         except HandlerTimeout:
-            steps.append("interrupted after it")
+            steps.append("interrupted")
             raise
 
-    # When the deadline comes while sqsbatch's ack() is logging
+    # When the deadline comes while the log call holds its handler's lock
     try:
         failed = failed_bodies(mapping, handler)
     finally:
         logger.removeHandler(blocking)
-    # Then the call into sqsbatch ended whole, and the interrupt came right after it
-    assert len(blocking.finished) == 1 and "ignored ack()" in blocking.finished[0]
-    assert steps == ["ack() returned", "interrupted after it"]
+    # Then the log call ended whole (its lock let go), and the interrupt came right after it
+    assert blocking.finished == ["working on it"]
+    assert steps == ["logged", "interrupted"]
     assert failed == {1}
-    assert left_on(sqs, name) == [1]
 
 
 def test_called_from_another_thread_the_handler_runs_on_a_thread_of_its_own(
