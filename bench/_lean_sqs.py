@@ -10,7 +10,7 @@ Why it exists: bench/poller.py (`--server lean`) measures how fast the consumers
 beside a hand loop, and behind a delaying proxy, on a 2-CPU machine where the client, the local
 SQS and the proxy share the CPUs. moto's server spends 0.7-1.5 ms of CPU per message drained
 (a werkzeug request and connection per call, its response layers, its model), so moto, not the
-client, caps the figures (every contender near 400-500 msg/s at `--delay-ms 0`; even a
+client, caps the figures (every contender near 280-490 msg/s at `--delay-ms 0`; even a
 parallel hand loop tops out near 1,000 msg/s behind a delay). This one spends 20-85 us per
 message drained (its own work for a ReceiveMessage of 10 is ~50 us, for a DeleteMessageBatch of
 10 ~20 us; the rest is the kernel's and waking up), so the client's own throughput shows. It is
