@@ -45,7 +45,8 @@ def test_a_message_comes_back_no_sooner_than_its_delay_and_later_ones_wait_longe
     # When the daemon passes again and again
     arrived: dict[int, float] = {}
     first = redriver.run_once(wait_seconds=0)
-    while len(arrived) < 2 and time.time() < failed_at + 10:
+
+    def both_arrived() -> bool:
         redriver.run_once(wait_seconds=0)
         for message in contents(sqs, source):
             arrived.setdefault(message["body"], time.time())
@@ -53,7 +54,9 @@ def test_a_message_comes_back_no_sooner_than_its_delay_and_later_ones_wait_longe
                 QueueUrl=sqs.get_queue_url(QueueName=source)["QueueUrl"],
                 ReceiptHandle=message["ReceiptHandle"],
             )
-        time.sleep(0.2)
+        return len(arrived) == 2
+
+    wait_for(both_arrived, "both back in the source", interval=0.2)
     # Then both were first hidden, and each came back no sooner than base * factor**n
     assert (first.delayed, first.moved) == (2, 0)
     assert arrived[0] >= failed_at + 1
