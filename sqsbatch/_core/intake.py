@@ -47,8 +47,6 @@ __all__ = [
     "Received",
     "Screening",
     "Taken",
-    "doomed_counts",
-    "doomed_line",
     "intake",
     "receive",
     "receive_messages",
@@ -105,7 +103,7 @@ class Taken(Generic[B]):
     doomed: Sequence[Doomed] = ()
     """The messages screened out, each with why (dead-lettered before their handler)."""
     line: Line | None = None
-    """The messages dead-lettered before their handler (`doomed_line`)."""
+    """The messages dead-lettered before their handler (`_doomed_line`)."""
 
 
 def intake(
@@ -180,17 +178,17 @@ def _dead_letter(
     settling = settle_for_lambda if for_lambda else settle
     settled = yield from settling(closing, batch, limits)
     taken.doomed = doomed
-    taken.counts |= doomed_counts(settled)
-    taken.line = doomed_line(batch, closing, settled)
+    taken.counts |= _doomed_counts(settled)
+    taken.line = _doomed_line(batch, closing, settled)
     taken.refused = [batch._deliveries[index] for index in settled.listed]
 
 
-def doomed_counts(settled: Settled) -> dict[str, int]:
+def _doomed_counts(settled: Settled) -> dict[str, int]:
     """Counters for messages dead-lettered before their handler (not a batch of their own)."""
     return {key: value for key, value in settled.counts.items() if key != "batches" and value}
 
 
-def doomed_line(batch: MessageBatch, closing: Closing, settled: Settled) -> Line:
+def _doomed_line(batch: MessageBatch, closing: Closing, settled: Settled) -> Line:
     """One line for the messages dead-lettered before their handler: a WARNING (an ERROR when
     SQS refused some of it) with each reason and the first ids (`notices`)."""
     level = max([logging.WARNING, *(level for level, _ in settled.lines)])
