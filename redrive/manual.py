@@ -24,7 +24,8 @@ from redrive.plan import Step, StepResult
 from redrive.reasons import BRING_BACK_DEFAULT, Reasons
 from redrive.report import MoveReport, MoveRow
 from sqsbatch._core.calls import BatchRun, Entry
-from sqsbatch._core.shapes import queue_name, receive_params
+from sqsbatch._core.intake import receive_messages
+from sqsbatch._core.shapes import queue_name
 from sqsbatch._sync.door import SyncSqs, default_client
 from sqsbatch.config import check_int
 from sqsbatch.envelope import DecodedMessage
@@ -99,13 +100,14 @@ class _Move:
         while self.limit is None or self.taken < self.limit:
             if self.stop is not None and self.stop():
                 return
-            params = receive_params(
-                self.dlq_url,
-                max_messages=10,
-                wait_seconds=RECEIVE_WAIT_SECONDS,
-                visibility_timeout=HOLD_SECONDS,
+            raw = self.sqs.run(
+                receive_messages(
+                    self.dlq_url,
+                    asked=10,
+                    wait_seconds=RECEIVE_WAIT_SECONDS,
+                    visibility=HOLD_SECONDS,
+                )
             )
-            raw = self.sqs.call("receive_message", params).get("Messages", [])
             messages = [read(item) for item in raw]
             fresh = [m for m in messages if m.message_id not in seen]
             for again in (m for m in messages if m.message_id in seen):

@@ -26,7 +26,7 @@ pause that grows with each failure in a row.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -234,14 +234,14 @@ class Received:
 
 def receive_messages(
     queue_url: str, *, asked: int, wait_seconds: int, visibility: int, queue: str | None = None
-) -> Flow[list[Mapping[str, Any]]]:
+) -> Flow[list[dict[str, Any]]]:
     """One `ReceiveMessage`: the messages as SQS returned them. A failure raises (`queue` is
     the name it gives; default: the one in `queue_url`)."""
     params = receive_params(
         queue_url, max_messages=asked, wait_seconds=wait_seconds, visibility_timeout=visibility
     )
     answer = yield Request("receive_message", params, queue)
-    messages: list[Mapping[str, Any]] = answer.get("Messages", [])
+    messages: list[dict[str, Any]] = answer.get("Messages", [])
     return messages
 
 

@@ -23,7 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqsbatch._core.shapes import is_fifo, receive_params
+from sqsbatch._core.intake import receive_messages
+from sqsbatch._core.shapes import is_fifo
 from sqsbatch._sync.door import SyncSqs
 from sqsbatch.cli.escape import printable
 from sqsbatch.envelope import decode
@@ -88,13 +89,11 @@ def peek(
     seen: set[str] = set()
     try:
         while len(peeked.messages) < limit and not peeked.stopped:
-            params = receive_params(
-                url,
-                max_messages=1 if one_by_one else min(10, limit - len(peeked.messages)),
-                wait_seconds=wait_seconds,
-                visibility_timeout=HOLD_SECONDS,
+            asked = 1 if one_by_one else min(10, limit - len(peeked.messages))
+            flow = receive_messages(
+                url, asked=asked, wait_seconds=wait_seconds, visibility=HOLD_SECONDS
             )
-            batch = sqs.call("receive_message", params).get("Messages", [])
+            batch = sqs.run(flow)
             received.extend(batch)
             fresh = [m for m in batch if m["MessageId"] not in seen]
             if not fresh:
