@@ -128,17 +128,22 @@ def test_a_body_that_fails_body_model_is_dead_lettered_with_its_first_error(
 def test_a_retry_due_after_the_deadline_dead_letters_when_it_comes_due(
     front_end: FrontEnd, sqs: Any, name: str
 ) -> None:
-    # Given a message with a 2 s deadline that the handler retries in 3 s
+    # Given a message with a 60 s deadline that the handler retries, after which the
+    # consumer's clock is past the deadline (so a slow first receive cannot expire it)
     dlq = f"{name}-dlq"
     create_queue(name, dead_letter_queue=dlq, max_retries=2, client=sqs)
-    Producer(name, client=sqs).send(0, ttl_seconds=2)
+    Producer(name, client=sqs).send(0, ttl_seconds=60)
+    skew = [0.0]
 
     def handler(batch: MessageBatch) -> None:
         recorder.saw(batch)
-        batch.messages[0].retry(delay_seconds=3)
+        skew[0] = 120.0
+        batch.messages[0].retry(delay_seconds=1)
 
     recorder = Recorder()
-    front_end.consume(name, handler, config(dlq), sqs, idle_seconds=5)
+    front_end.consume(
+        name, handler, config(dlq), sqs, idle_seconds=3, wall_clock=lambda: time.time() + skew[0]
+    )
     # Then it was handled once, and dead-lettered as expired when it came back
     assert recorder.attempts() == {0: [1]}
     assert dead(sqs, dlq) == {"0": [("expired", 1)]}
