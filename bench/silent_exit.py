@@ -24,9 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sqsbatch import create_queue  # noqa: E402
-from sqsbatch.local import LOCAL_CREDENTIALS, LocalSqs  # noqa: E402
-from tests.support.silent_proxy import silent_proxy  # noqa: E402
+from sqsbatch import create_queue
+from sqsbatch.local import LOCAL_CREDENTIALS, LocalSqs
+from tests.support.silent_proxy import silent_proxy
 
 BIN = Path(sys.executable).parent
 HANDLER = """

@@ -48,9 +48,9 @@ from sqsbatch._core.batching import BatchWindow
 from sqsbatch._core.closing import Closing, close_batch, handler_end, settles_behind
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.flows import heartbeat, read_settings, settle
-from sqsbatch._core.intake import Screening, receive
 from sqsbatch._core.handlers import check_handler
 from sqsbatch._core.heartbeat import Watch
+from sqsbatch._core.intake import Screening, receive
 from sqsbatch._core.liveness import Liveness
 from sqsbatch._core.receivers import Receivers
 from sqsbatch._core.receiving import Assembly, connections_for, receive_visibility
