@@ -96,25 +96,43 @@ def run_sync_handler(
 ) -> tuple[bool, BaseException | None]:
     """(timed out, raised) of a sync handler given `budget` seconds: called here and interrupted
     at the deadline where it can be (`can_interrupt`), else on a thread (`run_in_thread`). An
-    awaitable it returned fails the batch (`AwaitableReturned`; kept with `keep_awaitable`)."""
-    if not can_interrupt():
-        return run_in_thread(handler, batch, budget, keep_awaitable=keep_awaitable)
-    if budget <= 0:  # no time left: the handler is not started (a thread would be left behind)
+    awaitable it returned fails the batch (`AwaitableReturned`; kept with `keep_awaitable`).
+    With no time left it is not called (a thread would be left behind, its calls ignored)."""
+    if budget <= 0:
         return True, None
-    return _run_inline(handler, batch, budget, keep_awaitable)
+    if not _take_alarm(budget):
+        return run_in_thread(handler, batch, budget, keep_awaitable=keep_awaitable)
+    return _run_inline(handler, batch, keep_awaitable)
+
+
+def _take_alarm(budget: float) -> bool:
+    """Install the SIGALRM handler and arm `ITIMER_REAL` for `budget` seconds, when nobody else
+    uses them and this is the main thread (`can_interrupt`, in fewer calls); whether it did."""
+    if not _HAS_TIMER or _raw.getsignal(signal.SIGALRM) != _DEFAULT:
+        return False
+    try:
+        _raw.signal(signal.SIGALRM, _on_alarm)
+    except ValueError:  # not the main thread
+        return False
+    alarm = _alarm
+    alarm.fired = False
+    alarm.armed = True
+    was = signal.setitimer(signal.ITIMER_REAL, budget, GRACE_SECONDS)
+    if was != (0.0, 0.0):  # the application's own timer (a watchdog that ends the process)
+        alarm.armed = False
+        signal.setitimer(signal.ITIMER_REAL, *was)
+        _raw.signal(signal.SIGALRM, _DEFAULT)
+        return False
+    return True
 
 
 def _run_inline(
-    handler: Callable[[Any], object], batch: object, budget: float, keep_awaitable: bool
+    handler: Callable[[Any], object], batch: object, keep_awaitable: bool
 ) -> tuple[bool, BaseException | None]:
     """The handler on this thread, in a copy of the context (as a thread or a task runs it),
-    with SIGALRM armed for `budget` seconds and put back as it was after."""
+    with the alarm `_take_alarm` armed; SIGALRM put back as it was after."""
     alarm = _alarm
-    alarm.fired = False
-    _raw.signal(signal.SIGALRM, _on_alarm)
     try:
-        alarm.armed = True
-        signal.setitimer(signal.ITIMER_REAL, budget, GRACE_SECONDS)
         try:
             returned = contextvars.copy_context().run(handler, batch)
         except BaseException as exc:  # any failure, SystemExit too, fails the batch

@@ -93,6 +93,7 @@ class LambdaAdapter:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._abandoned: set[asyncio.Task[object]] = set()
         self._screened: Screening | None = None
+        self._endpoint_url: list[str | None] = []
 
     def __call__(
         self, event: Mapping[str, Any], context: LambdaContext | None = None
@@ -239,7 +240,13 @@ class LambdaAdapter:
         return self._sqs
 
     def _endpoint(self) -> str | None:
-        """Where queue URLs point: the standard endpoint variables, else a given client's."""
+        """Where queue URLs point, read at the first invocation (an execution environment's
+        variables never change): the standard endpoint variables, else a given client's."""
+        if not self._endpoint_url:
+            self._endpoint_url.append(self._read_endpoint())
+        return self._endpoint_url[0]
+
+    def _read_endpoint(self) -> str | None:
         for name in ("AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL"):
             if os.environ.get(name):
                 return os.environ[name]

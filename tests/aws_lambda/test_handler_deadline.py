@@ -265,6 +265,29 @@ def test_an_application_s_own_sigalrm_and_timer_are_left_alone(sqs: Any, name: s
     assert left_on(sqs, name) == []
 
 
+def test_an_application_s_watchdog_timer_is_left_armed(sqs: Any, name: str) -> None:
+    # Given an application that armed ITIMER_REAL with SIGALRM at its default (a watchdog
+    # that ends the process when it fires)
+    mapping = mapping_of(sqs, name, [0])
+    ran_on: list[bool] = []
+
+    @lambda_handler(config=config(), client=sqs)
+    def handler(batch: MessageBatch) -> None:
+        ran_on.append(threading.current_thread() is threading.main_thread())
+
+    signal.setitimer(signal.ITIMER_REAL, 600)
+    try:
+        # When a batch is handled
+        failed = failed_bodies(mapping, handler)
+        # Then the handler ran on a thread, and the watchdog is still armed, SIGALRM default
+        assert ran_on == [False]
+        assert 0 < signal.getitimer(signal.ITIMER_REAL)[0] <= 600
+        assert signal.getsignal(signal.SIGALRM) is signal.SIG_DFL
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    assert failed == set()
+
+
 def test_an_async_handler_is_cancelled_by_its_loop_and_sigalrm_is_not_used(
     sqs: Any, name: str
 ) -> None:
