@@ -26,6 +26,7 @@ from redrive.daemon import execute as execute_for_real
 from sqsbatch.cli.app import app
 from sqsbatch.local import LocalSqs
 from tests.support.redrive import dead_letter, make_queues
+from tests.support.silent_proxy import silent_proxy
 from tests.support.sqs_helpers import depth
 from tests.support.waiting import wait_for
 
@@ -104,30 +105,35 @@ def test_a_second_sigint_during_redrive_stops_at_once_and_says_what_was_moved(
 def test_a_second_sigint_stops_redrive_run_at_once_with_130(
     local_sqs: LocalSqs, sqs: Any, name: str
 ) -> None:
-    # Given `redrive run` (forever, 20 s long polls) that has moved one message
+    # Given `redrive run` (forever, 20 s long polls) that has moved one message, behind a
+    # proxy that then goes silent: its next call hangs, so its graceful stop cannot end before
+    # the second signal comes (on a loaded machine the first one could end it first)
     source, dlq = make_queues(sqs, name)
     dead_letter(sqs, dlq, source, [4])
     script = Path(sys.executable).parent / "redrive"
-    env = {**os.environ, **local_sqs.environment(), "REDRIVE_WAIT_SECONDS": "20"}
     command = [str(script), "run", "--dlq", dlq, "--base-delay", "0", "--jitter", "0"]
-    daemon = subprocess.Popen(
-        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
     lines: list[str] = []
-    assert daemon.stderr is not None
-    reader = threading.Thread(target=lambda: lines.extend(daemon.stderr or []), daemon=True)
-    reader.start()
-    try:
-        wait_for(lambda: depth(sqs, source) > 0, "the daemon moved a message")
-        # When it gets SIGINT, says so, and gets SIGINT again
-        daemon.send_signal(signal.SIGINT)
-        wait_for(lambda: any("SIGINT" in line for line in lines), "SIGINT on stderr")
-        daemon.send_signal(signal.SIGINT)
-        daemon.wait(timeout=30)
-        reader.join(10)
-    finally:
-        if daemon.poll() is None:
-            daemon.kill()
+    with silent_proxy(local_sqs.endpoint_url) as proxy:
+        env = {**os.environ, **local_sqs.environment(), "REDRIVE_WAIT_SECONDS": "20"}
+        env["AWS_ENDPOINT_URL_SQS"] = proxy.endpoint_url
+        daemon = subprocess.Popen(
+            command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        assert daemon.stderr is not None
+        reader = threading.Thread(target=lambda: lines.extend(daemon.stderr or []), daemon=True)
+        reader.start()
+        try:
+            wait_for(lambda: depth(sqs, source) > 0, "the daemon moved a message")
+            proxy.silence()
+            # When it gets SIGINT, says so, and gets SIGINT again
+            daemon.send_signal(signal.SIGINT)
+            wait_for(lambda: any("SIGINT" in line for line in lines), "SIGINT on stderr")
+            daemon.send_signal(signal.SIGINT)
+            daemon.wait(timeout=30)
+            reader.join(10)
+        finally:
+            if daemon.poll() is None:
+                daemon.kill()
     # Then it stopped at once, as `consume` does: exit 130, one line saying what that leaves
     errors = "".join(lines)
     assert daemon.returncode == 130, errors
