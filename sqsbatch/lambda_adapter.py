@@ -23,7 +23,7 @@ from sqsbatch import tracing
 from sqsbatch._async.flavour import AsyncBatchHandler
 from sqsbatch._core.closing import close_batch, handler_end
 from sqsbatch._core.context import QueueContext
-from sqsbatch._core.flows import read_settings, settle_for_lambda
+from sqsbatch._core.flows import acked_in_bulk, read_settings, settle_for_lambda
 from sqsbatch._core.handlers import check_handler, is_async_handler
 from sqsbatch._core.intake import Screening, intake
 from sqsbatch._core.ledger import Outcome
@@ -188,7 +188,10 @@ class LambdaAdapter:
         closing = close_batch(
             batch, outcome, error, queue, now=now, wall_now=wall_now, acks_free=True
         )
-        settled = sqs.run(trace.calls(settle_for_lambda(closing, batch, self._limits)))
+        if closing.bulk_ack:  # every record acked: Lambda deletes them, nothing to call or report
+            settled = acked_in_bulk(closing)
+        else:
+            settled = sqs.run(trace.calls(settle_for_lambda(closing, batch, self._limits)))
         if metrics is not None:
             metrics.add(settled.counts)
             ran = now - started
