@@ -221,7 +221,7 @@ class LambdaAdapter:
                 running = run_returned(ended, batch, left, self._abandoned)
                 ended = self._event_loop().run_until_complete(running)
             timed_out, error = ended
-        end = handler_end(batch, config, timed_out=timed_out, error=error)
+        end = handler_end(batch, config, timed_out=timed_out, error=error, budget=budget)
         if metrics is not None:
             metrics.add(end.counts)
         if end.log is not None:

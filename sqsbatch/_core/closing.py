@@ -64,11 +64,20 @@ LOGGED_IDS = 5
 
 
 def handler_end(
-    batch: MessageBatch, config: ConsumerConfig, *, timed_out: bool, error: BaseException | None
+    batch: MessageBatch,
+    config: ConsumerConfig,
+    *,
+    timed_out: bool,
+    error: BaseException | None,
+    budget: float | None = None,
 ) -> HandlerEnd:
-    """Past the deadline the batch failed, whatever the handler does later; else raise or return."""
+    """Past the deadline the batch failed, whatever the handler does later; else raise or return.
+    `budget`: the deadline it had, when shorter than `handler_timeout` (Lambda's time left)."""
     if timed_out:
-        note = f"handler for {batch.queue} ran past {config.handler_timeout:g} s{_which(batch)}"
+        limit = f"{config.handler_timeout:g} s"
+        if budget is not None and budget < config.handler_timeout:
+            limit = f"{budget:.1f} s (the function's time left)"
+        note = f"handler for {batch.queue} ran past {limit}{_which(batch)}"
         return HandlerEnd(Outcome.TIMED_OUT, None, {"handler_timeouts": 1}, (logging.ERROR, note))
     if isinstance(error, AwaitableReturned):
         note = f"handler for {batch.queue}{_which(batch)}: {error}; the batch is retried"

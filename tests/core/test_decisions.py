@@ -591,6 +591,23 @@ def test_handler_end_table(case: EndCase) -> None:
 
 
 @pytest.mark.parametrize(
+    ("budget", "said"),
+    [
+        (None, "ran past 2.5 s on"),
+        (0.42, "ran past 0.4 s (the function's time left) on"),
+        (2.5, "ran past 2.5 s on"),  # the budget is handler_timeout: nothing else to say
+    ],
+)
+def test_a_timeout_names_the_deadline_the_handler_had(budget: float | None, said: str) -> None:
+    # Given a handler_timeout of 2.5 s, and under Lambda perhaps less of the function's time
+    config = ConsumerConfig(handler_timeout=2.5)
+    # When the handler runs past its budget
+    end = handler_end(batch_of(1), config, timed_out=True, error=None, budget=budget)
+    # Then the line names the deadline it really had
+    assert end.log is not None and said in end.log[1]
+
+
+@pytest.mark.parametrize(
     ("outcome", "error", "recorded"),
     [
         (Outcome.TIMED_OUT, None, ("HandlerTimeout", "the handler ran past handler_timeout=2.5 s")),
