@@ -1,7 +1,7 @@
 """`AsyncProducer`: sending with aioboto3, the twin of `producer.Producer`.
 
 Every check and encoding is `producer.SendPlan`'s, before any call; the delay rules are
-`producer.producer_delay`'s. Only the calls are awaited here (a test compares the two classes).
+`producer.producer_settings`'s. Only the calls are awaited here (a test compares the two classes).
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ __all__ = [
     "check_ttl",
     "content_dedup_query",
     "has_content_dedup",
-    "producer_delay",
+    "producer_settings",
 ]
 
 MAX_SEND_BATCH = 100
@@ -171,14 +171,21 @@ def check_ttl(name: str, value: object) -> float | None:
     raise MessageError(f"{name}={value!r} is invalid: must be seconds 1..{MAX_TTL_SECONDS}")
 
 
-def producer_delay(queue: str, delivery_delay: int | None) -> int | None:
-    """A producer's `delivery_delay`: given, else from the settings; FIFO queues refuse one."""
-    if delivery_delay is None:
-        delivery_delay = ProducerConfig.load(queue).delivery_delay
+def producer_settings(
+    queue: str, delivery_delay: int | None, ttl_seconds: float | None
+) -> tuple[int | None, float | None]:
+    """A producer's `delivery_delay` and `ttl_seconds`: each given, else from the settings
+    (`[[queues.producers]]`, `SQSBATCH_*`), read once; FIFO queues refuse a delay."""
+    if delivery_delay is None or ttl_seconds is None:
+        settings = ProducerConfig.load(queue)
+        if delivery_delay is None:
+            delivery_delay = settings.delivery_delay
+        if ttl_seconds is None:
+            ttl_seconds = settings.ttl_seconds
     checked = check_delay("delivery_delay", delivery_delay)
     if checked and is_fifo(queue):
         raise FifoError("delivery_delay on a FIFO queue: SQS forbids per-message delays there")
-    return checked
+    return checked, check_ttl("ttl_seconds", ttl_seconds)
 
 
 def content_dedup_query(url: str) -> dict[str, Any]:
@@ -207,10 +214,9 @@ class ProducerBase:
         limits: SqsLimits = SQS_LIMITS,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.delivery_delay = producer_delay(queue, delivery_delay)
-        if ttl_seconds is None:  # [[queues.producers]] ttl_seconds, SQSBATCH_TTL_SECONDS
-            ttl_seconds = ProducerConfig.load(queue).ttl_seconds
-        self.ttl_seconds = check_ttl("ttl_seconds", ttl_seconds)
+        self.delivery_delay, self.ttl_seconds = producer_settings(
+            queue, delivery_delay, ttl_seconds
+        )
         self.queue = queue
         self._limits = limits
         self._clock = clock
