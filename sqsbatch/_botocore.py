@@ -147,10 +147,15 @@ def not_sqs(status: int, body: bytes | str) -> tuple[str, str] | None:
     """(error code, one line of at most `SUMMARY_CHARS`) for an answer that is markup (HTML, or
     XML where SQS answers JSON): the status, the error's code and message or the page's title;
     None for anything else."""
-    text = body[:8192].decode("utf-8", "replace") if isinstance(body, bytes) else body[:8192]
-    text = text.lstrip()
-    if not text.startswith("<"):
-        return None
+    if isinstance(body, bytes):
+        head = body[:8192].lstrip()
+        if not head.startswith(b"<"):
+            return None  # SQS's JSON (every answer on the hot path): nothing decoded
+        text = head.decode("utf-8", "replace")
+    else:
+        text = body[:8192].lstrip()
+        if not text.startswith("<"):
+            return None
     code, message = _tag(text, "Code"), _tag(text, "Message")
     title = _tag(text, "title") or _tag(text, "h1")
     if code:
