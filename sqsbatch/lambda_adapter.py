@@ -40,6 +40,8 @@ from sqsbatch.errors import AwaitableReturned
 from sqsbatch.handler_alarm import run_sync_handler
 from sqsbatch.handler_tasks import run_async_handler, run_returned
 from sqsbatch.lambda_event import BatchResponse, ParsedEvent, handler_budget, parse_event
+from sqsbatch.lambda_hot import Ran, Warm, bulk_checked, remember_warm
+from sqsbatch.lambda_hot import batch_response as _response
 from sqsbatch.lambda_records import Arrival, EventRecords, RecordDelivery, RecordMessage
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import Message, MessageBatch, _Delivery
@@ -94,17 +96,26 @@ class LambdaAdapter:
         self._abandoned: set[asyncio.Task[object]] = set()
         self._screened: Screening | None = None
         self._endpoint_url: list[str | None] = []
+        self._warm: dict[str, Warm] = {}  # per queue ARN, its plain events' hot path
 
     def __call__(
         self, event: Mapping[str, Any], context: LambdaContext | None = None
     ) -> BatchResponse:
-        parsed = parse_event(event, endpoint_url=self._endpoint())
+        checked = bulk_checked(event)
+        if checked is not None:
+            records, (arn, plain, bodies) = checked
+            if plain and (warm := self._warm.get(arn)) is not None:
+                return warm.invoke(records, bodies, context)
+        well_formed = None if checked is None else checked[1]
+        parsed = parse_event(event, endpoint_url=self._endpoint(), well_formed=well_formed)
         listed = _set_aside(parsed)
         if not parsed.records:
             return _response(listed)
         sqs = self._door()
         queue = self._queue(sqs, parsed.queue_url)
         metrics = self._metrics_of(queue)
+        if parsed.plain:  # its hot path, once known to apply (`lambda_hot`)
+            remember_warm(self, sqs, parsed, queue, metrics)
         batch = self._intake(sqs, parsed, queue, listed, metrics)
         if batch.messages:
             trace = tracing.start(batch)  # the batch's span, current until `end()`
@@ -182,7 +193,27 @@ class LambdaAdapter:
     ) -> list[str]:
         budget = handler_budget(queue.config.handler_timeout, remaining)
         started, delivered_at = self._clock(), self._wall_clock()
-        outcome, error = self._supervise(batch, queue.config, budget, metrics)
+        ran = Ran(self._run(batch, budget), budget, started, delivered_at)
+        return self._settle(sqs, batch, queue, ran, metrics=metrics, trace=trace)
+
+    def _settle(
+        self,
+        sqs: SyncSqs,
+        batch: MessageBatch,
+        queue: QueueContext,
+        ran: Ran,
+        *,
+        metrics: EmfMetrics | None,
+        trace: tracing.BatchTrace,
+    ) -> list[str]:
+        """After the handler (`ran`): the batch closed and settled; the ids to report. A sync
+        handler's awaitable is awaited here first."""
+        ended, budget, started, delivered_at = ran
+        if isinstance(ended[1], AwaitableReturned):  # a coroutine: this loop awaits it
+            left = budget - (self._clock() - started)
+            running = run_returned(ended, batch, left, self._abandoned)
+            ended = self._event_loop().run_until_complete(running)
+        outcome, error = self._ended(batch, queue.config, ended, budget, metrics)
         trace.ended(outcome, error)
         now, wall_now = self._clock(), self._wall_clock()
         closing = close_batch(
@@ -194,33 +225,38 @@ class LambdaAdapter:
             settled = sqs.run(trace.calls(settle_for_lambda(closing, batch, self._limits)))
         if metrics is not None:
             metrics.add(settled.counts)
-            ran = now - started
-            metrics.sample(batch_sample(batch.messages, handler_seconds=ran, wall_now=delivered_at))
+            seconds = now - started
+            metrics.sample(
+                batch_sample(batch.messages, handler_seconds=seconds, wall_now=delivered_at)
+            )
         for level, text in settled.lines:
             log.log(level, "%s", text)
         return [_identifier(batch.messages[index]) for index in settled.listed]
 
     # -- running the handler ---------------------------------------------------------------------
 
-    def _supervise(
-        self, batch: MessageBatch, config: ConsumerConfig, budget: float, metrics: EmfMetrics | None
-    ) -> tuple[Outcome, BaseException | None]:
+    def _run(self, batch: MessageBatch, budget: float) -> tuple[bool, BaseException | None]:
         """Run the handler for at most `budget` seconds (no heartbeat: the queue's visibility
         timeout must outlast the function): an `async def` as a task, cancelled at the deadline;
         a sync handler here, on Lambda's main thread, interrupted at the deadline
-        (`handler_alarm`), or on a thread where it cannot be."""
+        (`handler_alarm`), or on a thread where it cannot be (an awaitable it returns is kept
+        for `_settle` to await)."""
         if self._is_async:
             handler = cast(AsyncBatchHandler, self.handler)
             running = run_async_handler(handler, batch, budget, self._abandoned)
-            timed_out, error = self._event_loop().run_until_complete(running)
-        else:
-            started = self._clock()
-            ended = run_sync_handler(self.handler, batch, budget, keep_awaitable=True)
-            if isinstance(ended[1], AwaitableReturned):  # a coroutine: this loop awaits it
-                left = budget - (self._clock() - started)
-                running = run_returned(ended, batch, left, self._abandoned)
-                ended = self._event_loop().run_until_complete(running)
-            timed_out, error = ended
+            return self._event_loop().run_until_complete(running)
+        return run_sync_handler(self.handler, batch, budget, keep_awaitable=True)
+
+    def _ended(
+        self,
+        batch: MessageBatch,
+        config: ConsumerConfig,
+        ended: tuple[bool, BaseException | None],
+        budget: float,
+        metrics: EmfMetrics | None,
+    ) -> tuple[Outcome, BaseException | None]:
+        """How the handler ended, counted and logged."""
+        timed_out, error = ended
         end = handler_end(batch, config, timed_out=timed_out, error=error, budget=budget)
         if metrics is not None:
             metrics.add(end.counts)
@@ -357,10 +393,6 @@ def _identifier(message: Message) -> str:
 def _item(delivery: _Delivery) -> str:
     """A record's `messageId`, from its delivery (`EventRecords` makes `RecordDelivery`s)."""
     return cast(RecordDelivery, delivery).item_identifier
-
-
-def _response(listed: list[str]) -> BatchResponse:
-    return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in listed]}
 
 
 def _remaining(context: LambdaContext | None) -> float | None:

@@ -100,7 +100,12 @@ class ParsedEvent:
         return {r["receiptHandle"]: r["messageId"] for r in self.records}
 
 
-def parse_event(event: object, *, endpoint_url: str | None = None) -> ParsedEvent:
+def parse_event(
+    event: object,
+    *,
+    endpoint_url: str | None = None,
+    well_formed: tuple[str, bool, list[str]] | None = None,
+) -> ParsedEvent:
     """The messages of an SQS event from one queue, less the records set aside.
 
     A well-formed event is checked in bulk (one look at each record); only when that finds
@@ -108,13 +113,14 @@ def parse_event(event: object, *, endpoint_url: str | None = None) -> ParsedEven
     each record malformed in itself. `EventError` for an event that is not one SQS batch of
     one queue, and for a record that cannot be reported on its own (not a mapping, not from
     SQS, no messageId): Lambda then retries the whole batch, none of it lost.
+    `well_formed`: what `_well_formed` found of these records, when the caller asked it.
     """
     if not isinstance(event, Mapping):
         raise EventError(f"not an SQS event: a {type(event).__name__}, not a mapping")
     records = event.get("Records")
     if not isinstance(records, list) or not records:
         raise EventError("not an SQS event: no Records list (or an empty one)")
-    checked = _checked_in_bulk(records)
+    checked = _checked_in_bulk(records, well_formed)
     if checked is not None:
         arn, plain, bodies = checked
         url = queue_url_from_arn(arn, endpoint_url)
@@ -127,14 +133,17 @@ def parse_event(event: object, *, endpoint_url: str | None = None) -> ParsedEven
     return ParsedEvent(arn, url, kept, False, tuple(set_aside))
 
 
-def _checked_in_bulk(records: list[Any]) -> tuple[str, bool, list[str]] | None:
+def _checked_in_bulk(
+    records: list[Any], found: tuple[str, bool, list[str]] | None = None
+) -> tuple[str, bool, list[str]] | None:
     """(queue ARN, no record has message attributes, the bodies) when every record is well
     formed and from one queue; None when a record needs a closer look. Records with message
     attributes have them checked one by one (an error there is the event's first)."""
-    try:
-        found = _well_formed(records)
-    except (KeyError, TypeError, AttributeError):  # a field missing, or of the wrong type
-        return None
+    if found is None:
+        try:
+            found = _well_formed(records)
+        except (KeyError, TypeError, AttributeError):  # a field missing, or of the wrong type
+            return None
     if found is None:
         return None
     arn, plain, bodies = found
