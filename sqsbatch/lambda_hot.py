@@ -33,8 +33,14 @@ from sqsbatch import tracing
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.ledger import Outcome
 from sqsbatch.handler_alarm import run_sync_handler
-from sqsbatch.lambda_event import BatchResponse, ParsedEvent, _well_formed, handler_budget
-from sqsbatch.lambda_records import Arrival, record_batch
+from sqsbatch.lambda_event import (
+    BatchResponse,
+    ParsedEvent,
+    _first_receive,
+    _well_formed,
+    handler_budget,
+)
+from sqsbatch.lambda_records import Arrival, plain_batch
 
 if TYPE_CHECKING:
     from sqsbatch._sync.door import SyncSqs
@@ -74,13 +80,15 @@ class Warm:
         """The invocation of well-formed `records` without message attributes (`bodies`, as
         the bulk check read them) from this queue: the handler's batch, run, and answered."""
         adapter, queue = self._adapter, self.queue
-        parsed = ParsedEvent(self.arn, self.url, records, True, bodies=bodies)
         clock, wall_clock = adapter._clock, adapter._wall_clock
         config = queue.config
         arrival = Arrival(
-            parsed, now=clock(), wall_now=wall_clock(), visibility_timeout=config.visibility_timeout
+            _Receives(records),
+            now=clock(),
+            wall_now=wall_clock(),
+            visibility_timeout=config.visibility_timeout,
         )
-        batch = record_batch(queue.name, parsed, arrival)
+        batch = plain_batch(queue.name, records, bodies, arrival)
         trace = tracing.start(batch)
         remaining = None if context is None else context.get_remaining_time_in_millis() / 1000
         if trace is not tracing.OFF:  # traced: the general path records the span's calls
@@ -102,6 +110,20 @@ class Warm:
         ran = Ran(ended, budget, started, delivered_at)
         listed = adapter._settle(self._sqs, batch, queue, ran, metrics=None, trace=trace)
         return batch_response(listed)
+
+
+class _Receives:
+    """A plain event's records as `Arrival` reads them (what `ParsedEvent` would tell it, with
+    no `ParsedEvent` made): the earliest first receive, read when a delivery is first made."""
+
+    __slots__ = ("_records",)
+
+    def __init__(self, records: list[Any]) -> None:
+        self._records = records
+
+    @property
+    def first_receive(self) -> float:
+        return _first_receive(self._records)
 
 
 def bulk_checked(event: object) -> tuple[list[Any], tuple[str, bool, list[str]]] | None:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from itertools import repeat
-from typing import Any, cast, overload
+from typing import Any, Protocol, cast, overload
 
 from sqsbatch._core.ledger import Ledger
 from sqsbatch.envelope import (
@@ -35,6 +35,7 @@ __all__ = [
     "RecordMessage",
     "delay_hops",
     "deliveries",
+    "plain_batch",
     "record_batch",
 ]
 
@@ -145,6 +146,13 @@ def deliveries(
     return list(map(RecordDelivery, records, at, until, parsed.envelopes))
 
 
+class Receives(Protocol):
+    """What `Arrival` reads of an event: a `ParsedEvent`, or the Lambda hot path's records."""
+
+    @property
+    def first_receive(self) -> float: ...
+
+
 class Arrival:
     """When a batch's records were received, as a delivery tells it (`times`): worked out when
     the first delivery is made, as the 12-hour ceiling counts from the earliest first receive
@@ -153,7 +161,7 @@ class Arrival:
     __slots__ = ("_now", "_parsed", "_times", "_visibility_timeout", "_wall_now")
 
     def __init__(
-        self, parsed: ParsedEvent, *, now: float, wall_now: float, visibility_timeout: float
+        self, parsed: Receives, *, now: float, wall_now: float, visibility_timeout: float
     ) -> None:
         self._parsed = parsed
         self._now = now
@@ -335,12 +343,10 @@ def record_batch(
     (`MessageBatch._deliveries`) are the messages' own, made as they are read."""
     records, envelopes = parsed.records, parsed.envelopes
     if envelopes is None:  # plain: one pass, nothing to set apart
-        ledger = RecordLedger(records, arrival)
         bodies = parsed.bodies
         if bodies is None:  # a ParsedEvent made without the bulk check
             bodies = [record["body"] for record in records]
-        plain = list(map(RecordMessage, repeat(ledger), range(len(records)), bodies))
-        return _batch(queue, ledger, plain)
+        return plain_batch(queue, records, bodies, arrival)
     hops = hops or {}
     skipped = {id(delivery) for delivery in early}
     kept = [i for i in range(len(records)) if id(hops.get(i)) not in skipped]
@@ -352,6 +358,16 @@ def record_batch(
             message._delivery = hops[original]  # made (and decoded) already
         messages.append(message)
     return _batch(queue, ledger, messages)
+
+
+def plain_batch(
+    queue: str, records: list[Mapping[str, Any]], bodies: list[str], arrival: Arrival
+) -> MessageBatch:
+    """`record_batch` of a plain event (no record has message attributes): a `RecordMessage`
+    per record, holding its body (`bodies`, in order)."""
+    ledger = RecordLedger(records, arrival)
+    plain = list(map(RecordMessage, repeat(ledger), range(len(records)), bodies))
+    return _batch(queue, ledger, plain)
 
 
 def _batch(queue: str, ledger: Ledger, messages: list[RecordMessage]) -> MessageBatch:

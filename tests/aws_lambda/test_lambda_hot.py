@@ -92,6 +92,11 @@ def _retry_second(batch: MessageBatch) -> None:
     batch.messages[1].retry()
 
 
+def _retry_second_in_eleven_hours(batch: MessageBatch) -> None:
+    # within SQS's 12-hour visibility ceiling counted from the first receive: hidden, not re-sent
+    batch.messages[1].retry(delay_seconds=11 * 3600)
+
+
 def _ack_first_then_raise(batch: MessageBatch) -> None:
     batch.messages[0].ack()
     raise RuntimeError("boom")
@@ -115,6 +120,7 @@ def _returns_a_coroutine(batch: MessageBatch) -> Any:
 BEHAVIOURS: dict[str, Handler] = {
     "returns": lambda batch: None,
     "retries one": _retry_second,
+    "retries one in 11 hours": _retry_second_in_eleven_hours,
     "acks one, raises": _ack_first_then_raise,
     "dead-letters one": _dead_letter_first,
     "retries all": _retry_all,
