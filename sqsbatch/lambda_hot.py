@@ -4,17 +4,18 @@ Most invocations are the same case: a well-formed event whose records carry no m
 attributes (so no delay hop and no producer's deadline), a queue already looked up (its
 RedrivePolicy read once per execution environment), nothing screened, no metrics, a sync
 handler that returns having acked everything. For it, the general path (`LambdaAdapter`) makes
-and runs some sixty Python calls that decide nothing: the intake flow and its door, a closing,
-an empty settlement. Each is cheap warm, but an invocation is mostly cold (the runtime's own
-work, and any garbage collection, run between invocations), so each costs its code and data
-fetched from memory again. `Warm.invoke` takes that case in about a third of the calls:
+Python calls that decide nothing: the event made a `ParsedEvent`, the intake flow and its door,
+a closing, an empty settlement. Each is cheap warm, but an invocation is mostly cold (the
+runtime's own work, and any garbage collection, run between invocations), so each costs its
+code and data fetched from memory again. `Warm.invoke` takes that case in far fewer calls:
 
 - the event is checked as `parse_event` checks it in bulk (`lambda_event._well_formed`), and
   taken here only when that finds every record well formed, none with message attributes, from
   a queue this execution environment already knows (`Warm`, made by the adapter once the
   general path has looked the queue up and found nothing to screen or count);
-- the batch is the one intake would hand the handler (`record_batch`: intake's steps are
-  no-ops for such records), and the handler runs as on the general path (`run_sync_handler`);
+- the batch is the one intake would hand the handler (`plain_batch`, as `record_batch` makes
+  it: intake's steps are no-ops for such records), and the handler runs as on the general
+  path (`run_sync_handler`);
 - when it returned in time with every message acked, the ledger is sealed and the response
   lists nothing, which is what `close_batch` and `acked_in_bulk` conclude; anything else (a
   retry, an error, a timeout, an awaitable, a trace to record) goes on through the general
