@@ -27,7 +27,6 @@ context, per execution environment); the context's remaining time is read at eve
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sqsbatch import tracing
@@ -65,13 +64,12 @@ class Warm:
     (its URL from the ARN, its context, that nothing is screened or counted), kept as long as
     the adapter keeps the queue's context."""
 
-    __slots__ = ("_adapter", "_handler", "_sqs", "arn", "queue", "url")
+    __slots__ = ("_adapter", "_sqs", "arn", "queue", "url")
 
     def __init__(
         self, adapter: LambdaAdapter, sqs: SyncSqs, arn: str, url: str, queue: QueueContext
     ) -> None:
         self._adapter = adapter
-        self._handler: Callable[[Any], object] = adapter.handler
         self._sqs = sqs
         self.arn = arn
         self.url = url
@@ -102,7 +100,7 @@ class Warm:
             return batch_response(listed)
         budget = handler_budget(config.handler_timeout, remaining)
         started, delivered_at = clock(), wall_clock()
-        ended = run_sync_handler(self._handler, batch, budget, keep_awaitable=True)
+        ended = run_sync_handler(adapter.handler, batch, budget, keep_awaitable=True)
         ledger = batch._ledger
         if ended[0] is False and ended[1] is None:  # returned in time
             ledger.seal()
