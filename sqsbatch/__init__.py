@@ -25,6 +25,7 @@ from sqsbatch.lambda_adapter import LambdaContext, lambda_handler
 from sqsbatch.lifecycle import ConsumerStats
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.message import Message, MessageBatch
+from sqsbatch.pausing import pause_queue, resume_queue
 from sqsbatch.producer import MessageSendRequest, Producer
 from sqsbatch.queues import create_queue
 
@@ -56,5 +57,7 @@ __all__ = [
     "create_queue",
     "exponential_backoff",
     "lambda_handler",
+    "pause_queue",
+    "resume_queue",
 ]
 __version__ = "0.1.0"

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from sqsbatch._core.pause_state import PauseState, read_pause
 from sqsbatch._core.shapes import queue_name
 from sqsbatch._sync.door import SyncSqs
 from sqsbatch.cli.common import (
@@ -25,7 +26,7 @@ from sqsbatch.cli.common import (
     wants_json,
 )
 from sqsbatch.cli.peek import at_limit_line, max_receive_count, peek, peek_note
-from sqsbatch.errors import QueueNotFound
+from sqsbatch.errors import QueueNotFound, SqsError
 from sqsbatch.queues import create_queue
 
 __all__ = ["app"]
@@ -57,7 +58,7 @@ def list_queues(
     ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """List queues: visible, in flight, delayed, oldest message, DLQ and max retries.
+    """List queues: visible, in flight, delayed, oldest message, DLQ, max retries, paused.
 
     SQS reports the age of the oldest message only through CloudWatch, not through the queue's
     attributes, so 'oldest' shows '-' unless you pass --age (an estimate from a peek: the oldest
@@ -105,6 +106,10 @@ def _row(sqs: SyncSqs, url: str, age: _Ages | None) -> dict[str, Any] | None:
     target = policy.get("deadLetterTargetArn")
     count = policy.get("maxReceiveCount")
     visible = int(attributes.get("ApproximateNumberOfMessages", 0))
+    try:
+        pause = _pause(sqs, url)
+    except QueueNotFound:
+        return None
     return {
         "name": queue_name(url),
         "url": url,
@@ -116,7 +121,20 @@ def _row(sqs: SyncSqs, url: str, age: _Ages | None) -> dict[str, Any] | None:
         "dead_letter_queue": str(target).rsplit(":", 1)[-1] if target else None,
         "max_retries": int(count) - 1 if count is not None else None,
         "dead_letter_sources": [],
+        "paused_until": pause.until_text() or None if pause else "?",
+        "pause_reason": pause.reason if pause else None,
     }
+
+
+def _pause(sqs: SyncSqs, url: str) -> PauseState | None:
+    """The queue's pause (one `ListQueueTags`); None when these credentials may not read tags."""
+    try:
+        tags = sqs.call("list_queue_tags", {"QueueUrl": url}).get("Tags", {})
+    except SqsError as exc:
+        if exc.code not in ("AccessDenied", "AccessDeniedException"):
+            raise
+        return None
+    return read_pause(tags, time.time())
 
 
 @dataclass
@@ -165,6 +183,7 @@ def _table(rows: list[dict[str, Any]], age: bool) -> Table:
         table.add_column(column, justify="right")
     table.add_column("DLQ", overflow="fold")
     table.add_column("max retries", justify="right")
+    table.add_column("paused", overflow="fold")
     for row in rows:
         dlq = row["dead_letter_queue"] or ""
         if row["dead_letter_sources"]:
@@ -178,10 +197,17 @@ def _table(rows: list[dict[str, Any]], age: bool) -> Table:
             format_age(row["oldest_age_seconds"]),
             dlq or "-",
             "-" if retries is None else str(retries),
+            _paused_cell(row["paused_until"]),
         )
     if not age:
         table.caption = "oldest: '-' unless --age (SQS gives it only through CloudWatch)"
     return table
+
+
+def _paused_cell(until: str | None) -> str:
+    if until is None:
+        return "-"
+    return "? (tags not readable)" if until == "?" else f"PAUSED until {until}"
 
 
 @app.command()

@@ -1,0 +1,118 @@
+"""`sqsbatch.pause_queue` / `resume_queue` / `queue_pause` against the local moto server: the
+queue tags, the Lambda event source mappings, the calls made."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sqsbatch import ConfigError, QueueNotFound, create_queue, pause_queue, resume_queue
+from sqsbatch._core.pause_state import REASON_TAG, UNTIL_TAG
+from sqsbatch.local import LocalSqs
+from sqsbatch.pausing import queue_pause
+from tests.support.lambdas import lambda_client, mapping, state
+
+NOW = 1_800_000_000.0  # 2027-01-15T08:00:00Z
+
+
+def tags(sqs: Any, queue: str) -> dict[str, str]:
+    url = sqs.get_queue_url(QueueName=queue)["QueueUrl"]
+    return dict(sqs.list_queue_tags(QueueUrl=url).get("Tags", {}))
+
+
+def test_pause_tags_the_queue_and_resume_untags_it(sqs: Any, name: str) -> None:
+    create_queue(name, client=sqs)
+    url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
+    sqs.tag_queue(QueueUrl=url, Tags={"team": "billing"})
+    done = pause_queue(
+        name, for_seconds=90, reason="db down", client=sqs, lambda_client=False, now=lambda: NOW
+    )
+    assert tags(sqs, name) == {
+        "team": "billing",
+        UNTIL_TAG: "2027-01-15T08:01:30Z",
+        REASON_TAG: "db down",
+    }
+    assert done.queue == name and done.state.paused and done.state.until == NOW + 90
+    assert done.mappings == [] and done.notes == ["Lambda event source mappings not checked"]
+    assert queue_pause(name, client=sqs, now=lambda: NOW + 89).paused
+    assert not queue_pause(name, client=sqs, now=lambda: NOW + 90).paused  # expired
+    resumed = resume_queue(url, client=sqs, lambda_client=False)
+    assert not resumed.state.paused
+    assert tags(sqs, name) == {"team": "billing"}  # only the pause's tags removed
+
+
+def test_an_indefinite_pause_says_what_retention_does_meanwhile(sqs: Any, name: str) -> None:
+    create_queue(name, client=sqs)
+    done = pause_queue(name, client=sqs, lambda_client=False)
+    assert done.state.paused and done.state.until is None
+    assert tags(sqs, name)[UNTIL_TAG] == "indefinitely"
+    assert "SQS deletes messages older than 4 days" in done.notes[0]
+
+
+def test_a_pause_longer_than_retention_is_named(sqs: Any, name: str) -> None:
+    url = sqs.create_queue(QueueName=name, Attributes={"MessageRetentionPeriod": "3600"})
+    assert url
+    done = pause_queue(name, for_seconds=7200, client=sqs, lambda_client=False)
+    assert "outlasts the queue's retention (3600 s)" in done.notes[0]
+
+
+def test_pause_disables_the_queues_mappings_and_resume_enables_them(
+    local_sqs: LocalSqs, sqs: Any, name: str
+) -> None:
+    create_queue(name, client=sqs)
+    create_queue(f"{name}-other", client=sqs)
+    mine = mapping(local_sqs, sqs, name, f"{name}-fn")
+    other = mapping(local_sqs, sqs, f"{name}-other", f"{name}-other-fn")
+    lambdas = lambda_client(local_sqs)
+    done = pause_queue(name, client=sqs, lambda_client=lambdas)
+    assert done.mappings == [f"{mine} ({name}-fn)"]
+    assert state(local_sqs, mine) == "Disabled" and state(local_sqs, other) == "Enabled"
+    again = pause_queue(name, client=sqs, lambda_client=lambdas)
+    assert again.mappings == []  # already disabled: nothing changed, nothing said
+    resumed = resume_queue(name, client=sqs, lambda_client=lambdas)
+    assert resumed.mappings == [f"{mine} ({name}-fn)"]
+    assert state(local_sqs, mine) == "Enabled" and state(local_sqs, other) == "Enabled"
+
+
+class CountingSqs:
+    """The boto3 client, counting the calls made through it (what a pause costs)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.calls: list[str] = []
+
+    def __getattr__(self, op: str) -> Any:
+        self.calls.append(op)
+        return getattr(self.client, op)
+
+
+def test_a_pause_costs_three_sqs_calls_and_a_check_one(sqs: Any, name: str) -> None:
+    url = create_queue(name, client=sqs)
+    counting = CountingSqs(sqs)
+    pause_queue(url, for_seconds=60, client=counting, lambda_client=False)
+    assert counting.calls == ["get_queue_attributes", "tag_queue"]  # a URL: no GetQueueUrl
+    counting.calls.clear()
+    queue_pause(url, client=counting)
+    assert counting.calls == ["list_queue_tags"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        ({"for_seconds": 0}, "for_seconds=0 is invalid"),
+        ({"for_seconds": 15 * 86_400}, "14 days"),
+        ({"for_seconds": True}, "for_seconds=True"),
+        ({"reason": "a;b"}, "reason holds ';'"),
+    ],
+)
+def test_bad_arguments_are_one_line_before_any_call(
+    kwargs: dict[str, Any], words: str, name: str
+) -> None:
+    with pytest.raises(ConfigError, match=words):
+        pause_queue(name, client=object(), lambda_client=False, **kwargs)
+
+
+def test_a_missing_queue_is_named(sqs: Any, name: str) -> None:
+    with pytest.raises(QueueNotFound, match=name):
+        pause_queue(name, client=sqs, lambda_client=False)
