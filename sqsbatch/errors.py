@@ -6,6 +6,7 @@
     │   └── FifoError                  a request that SQS FIFO queues forbid (delays, no group id)
     ├── EventError (ValueError)        a Lambda event that is not one SQS batch of one queue
     ├── AwaitableReturned (TypeError)  a sync handler returned an awaitable that nothing ran
+    ├── Overloaded                     raised by a handler: downstream is overloaded, hold back
     └── SqsError                       SQS said no (translated from botocore at one boundary)
         ├── QueueNotFound              the queue (or its DLQ) does not exist
         ├── CredentialsError           no AWS credentials could be found
@@ -27,6 +28,7 @@ __all__ = [
     "FifoError",
     "HandlerTimeout",
     "MessageError",
+    "Overloaded",
     "QueueNotFound",
     "SendError",
     "SqsBatchError",
@@ -67,6 +69,30 @@ class AwaitableReturned(SqsBatchError, TypeError):
             "(sqsbatch consume --async) or lambda_handler, or make it def"
         )
         self.awaitable = returned if kept else None
+
+
+class Overloaded(SqsBatchError):
+    """Raised by a handler when what it calls is overloaded: it opens the circuit breaker
+    (`sqsbatch._core.circuit`) for `retry_after` seconds (None: the breaker's own open time),
+    and receiving stops meanwhile. docs/pressure.md says which front ends act on it yet."""
+
+    def __init__(self, retry_after: float | None = None, message: str = "") -> None:
+        if retry_after is not None and (
+            isinstance(retry_after, bool)
+            or not isinstance(retry_after, int | float)
+            or not 0 <= retry_after <= MAX_RETRY_AFTER
+        ):
+            raise ValueError(
+                f"Overloaded(retry_after={retry_after!r}) is invalid "
+                f"(accepted: seconds 0..{MAX_RETRY_AFTER}, or None)"
+            )
+        after = "" if retry_after is None else f": retry after {retry_after:g} s"
+        super().__init__(message or f"overloaded{after}")
+        self.retry_after = None if retry_after is None else float(retry_after)
+
+
+MAX_RETRY_AFTER = 43_200
+"""12 hours, SQS's longest visibility timeout: the longest a circuit holds back for one signal."""
 
 
 class HandlerTimeout(BaseException):
