@@ -11,6 +11,7 @@ from sqsbatch import ConfigError, QueueNotFound, create_queue, pause_queue, resu
 from sqsbatch._core.pause_state import REASON_TAG, UNTIL_TAG
 from sqsbatch.local import LocalSqs
 from sqsbatch.pausing import queue_pause
+from tests.front_ends.test_examples import ROOT, load
 from tests.support.lambdas import lambda_client, mapping, state
 
 NOW = 1_800_000_000.0  # 2027-01-15T08:00:00Z
@@ -116,3 +117,21 @@ def test_bad_arguments_are_one_line_before_any_call(
 def test_a_missing_queue_is_named(sqs: Any, name: str) -> None:
     with pytest.raises(QueueNotFound, match=name):
         pause_queue(name, client=sqs, lambda_client=False)
+
+
+def test_the_example_pauses_and_resumes(
+    local_sqs: LocalSqs,
+    sqs: Any,
+    name: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """examples/pause_resume.py, with default clients: SQS and Lambda at the local endpoint."""
+    create_queue(name, client=sqs)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", local_sqs.endpoint_url)
+    example = load(ROOT / "examples" / "pause_resume.py")
+    example.hold_back(name)
+    first, second = capsys.readouterr().out.splitlines()
+    assert first.startswith("True 20") and first.endswith("Z []")
+    assert second == "billing API down"
+    assert UNTIL_TAG not in tags(sqs, name)
