@@ -6,12 +6,24 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
-from sqsbatch import ConfigError, QueueNotFound, create_queue, pause_queue, resume_queue
+from sqsbatch import (
+    ConfigError,
+    QueueNotFound,
+    SqsBatchError,
+    SqsError,
+    create_queue,
+    pause_queue,
+    resume_queue,
+)
 from sqsbatch._core.pause_state import REASON_TAG, UNTIL_TAG
+from sqsbatch._sync.door import SyncSqs
+from sqsbatch.cli import queues as queues_cli
 from sqsbatch.local import LocalSqs
 from sqsbatch.pausing import queue_pause
 from tests.front_ends.test_examples import ROOT, load
+from tests.support.faults import Faulty, throttled
 from tests.support.lambdas import lambda_client, mapping, state
 
 NOW = 1_800_000_000.0  # 2027-01-15T08:00:00Z
@@ -135,3 +147,37 @@ def test_the_example_pauses_and_resumes(
     assert first.startswith("True 20") and first.endswith("Z []")
     assert second == "billing API down"
     assert UNTIL_TAG not in tags(sqs, name)
+
+
+def denied(op: str) -> Exception:
+    error: Exception = ClientError(
+        {"Error": {"Code": "AccessDeniedException", "Message": "not authorized"}}, op
+    )
+    return error
+
+
+def test_lambda_refusing_says_the_queue_is_paused_but_its_mappings_are_not(
+    local_sqs: LocalSqs, sqs: Any, name: str
+) -> None:
+    create_queue(name, client=sqs)
+    lambdas = Faulty(lambda_client(local_sqs))
+    lambdas.fail("list_event_source_mappings", 1, denied)
+    with pytest.raises(SqsBatchError) as raised:
+        pause_queue(name, client=sqs, lambda_client=lambdas)
+    assert str(raised.value) == (
+        "the queue is paused (its tag set), but its Lambda event source mappings were not all "
+        "disabled: Lambda error AccessDeniedException: not authorized"
+    )
+    assert tags(sqs, name)[UNTIL_TAG] == "indefinitely"
+
+
+def test_queues_shows_a_question_mark_where_tags_may_not_be_read(sqs: Any, name: str) -> None:
+    url = create_queue(name, client=sqs)
+    faulty = Faulty(sqs)
+    faulty.fail("list_queue_tags", 1, denied)
+    row = queues_cli._row(SyncSqs(faulty), url, None)
+    assert row is not None and row["paused_until"] == "?"
+    assert queues_cli._paused_cell("?") == "? (tags not readable)"
+    faulty.fail("list_queue_tags", 1, throttled)  # anything else is an error, as before
+    with pytest.raises(SqsError, match="ThrottlingException"):
+        queues_cli._row(SyncSqs(faulty), url, None)
