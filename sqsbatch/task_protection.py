@@ -28,8 +28,9 @@ log = logging.getLogger("sqsbatch")
 
 AGENT_ENV = "ECS_AGENT_URI"
 STATE_PATH = "/task-protection/v1/state"
-TIMEOUT_SECONDS = 3.0
-"""How long one call to the agent may take (connect, and each read)."""
+TIMEOUT_SECONDS = 6.0
+"""How long one call to the agent may take (connect, and each read): past the agent's own 4 s
+timeout on its call to ECS, so that its answer, even a timeout, gets through."""
 
 
 class TaskProtection:
