@@ -22,6 +22,7 @@ from sqsbatch._core.pause_state import (
     REASON_TAG,
     UNTIL_TAG,
     PauseState,
+    check_pause,
     pause_tags,
     read_pause,
 )
@@ -91,9 +92,7 @@ def queue_pause(
 ) -> PauseState:
     """Whether `queue` is paused now: one `ListQueueTags` (and `GetQueueUrl` for a name)."""
     sqs = SyncSqs(client if client is not None else default_client())
-    url = sqs.queue_url(queue)
-    answer = sqs.call("list_queue_tags", {"QueueUrl": url}, queue=queue_name(url))
-    return read_pause(answer.get("Tags", {}), now())
+    return sqs.run(check_pause(sqs.queue_url(queue), now())).state
 
 
 def _checked_seconds(for_seconds: float | None) -> int | None:

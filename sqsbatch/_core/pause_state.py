@@ -12,16 +12,22 @@ reader says why.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
 
+from sqsbatch._core.flows import Flow, Line, Request
+from sqsbatch.errors import SqsBatchError
+
 __all__ = [
     "MAX_PAUSE_SECONDS",
     "REASON_TAG",
     "UNTIL_TAG",
+    "PauseCheck",
     "PauseState",
+    "check_pause",
     "next_check",
     "parse_duration",
     "pause_tags",
@@ -89,6 +95,31 @@ def read_pause(tags: dict[str, str], now: float) -> PauseState:
     if until <= now:
         return PauseState(paused=False)
     return PauseState(paused=True, until=until, reason=reason)
+
+
+@dataclass(frozen=True)
+class PauseCheck:
+    """What one check concluded: the state to act on, and a line to log (a tag nobody can read,
+    or a check that failed and kept the last state)."""
+
+    state: PauseState
+    line: Line | None = None
+
+
+def check_pause(queue_url: str, now: float, *, last: PauseState | None = None) -> Flow[PauseCheck]:
+    """One `ListQueueTags`: whether the queue is paused at `now`. With `last` (a poller's
+    periodic check) a failed call keeps `last` and says so in a WARNING line; without it (a
+    one-off question) the error is raised."""
+    try:
+        answer = yield Request("list_queue_tags", {"QueueUrl": queue_url})
+    except SqsBatchError as exc:
+        if last is None:
+            raise
+        kept = "paused" if last.paused else "not paused"
+        return PauseCheck(last, (logging.WARNING, f"pause check failed, still {kept}: {exc}"))
+    state = read_pause(dict(answer.get("Tags") or {}), now)
+    line = None if state.problem is None else (logging.WARNING, state.problem)
+    return PauseCheck(state, line)
 
 
 def next_check(state: PauseState, now: float, every: float) -> float:
