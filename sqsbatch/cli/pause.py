@@ -42,8 +42,8 @@ def pause(
     ] = None,
     no_lambda: NoLambda = False,
 ) -> None:
-    """Pause a queue: consumers stop receiving (messages in flight finish) until resumed or
-    until --for has passed, and its Lambda event source mappings are disabled."""
+    """Pause a queue (a tag on it) until resumed or until --for has passed, and disable its
+    Lambda event source mappings. The pollers do not read the tag yet (docs/pressure.md)."""
     seconds = None
     if for_ is not None:
         try:
