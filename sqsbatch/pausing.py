@@ -1,7 +1,8 @@
 """Pause and resume a queue, Cloudflare's verbs: the state is a queue tag, so every consumer of
 the queue agrees with no new infrastructure (`sqsbatch._core.pause_state` says what the tags
-mean). A queue consumed by Lambda has its event source mappings disabled on pause and enabled on
-resume, and the answer names the ones that changed.
+mean; the pollers are to read it, once wired). A queue consumed by Lambda has its event
+source mappings disabled on pause and enabled on resume, and the answer names the ones that
+changed.
 
 Requests: a pause is `GetQueueUrl` (a name, not a URL), one `GetQueueAttributes` (the ARN and the
 retention), one `TagQueue`, then `ListEventSourceMappings` (one page per 100 mappings) and one
@@ -57,8 +58,9 @@ def pause_queue(
     lambda_client: Any = None,
     now: Callable[[], float] = time.time,
 ) -> Paused:
-    """Pause `queue` (name or URL) until resumed, or for `for_seconds`: consumers stop receiving,
-    and the Lambda event source mappings whose source is the queue are disabled.
+    """Pause `queue` (name or URL) until resumed, or for `for_seconds`: its pause tags are set
+    (the pollers do not read them yet: docs/pressure.md), and the Lambda event source mappings
+    whose source is the queue are disabled.
 
     `lambda_client=False` leaves Lambda alone (no Lambda call at all); None makes a boto3 one.
     """

@@ -1,10 +1,10 @@
 """`pause QUEUE [--for DURATION] [--reason TEXT]` and `resume QUEUE` (docs/pressure.md).
 
-A pause is a queue tag every consumer reads; a queue consumed by Lambda also has its event source
-mappings disabled. Lambda is asked at boto3's Lambda endpoint (`AWS_ENDPOINT_URL_LAMBDA`,
-`AWS_ENDPOINT_URL`, else AWS); when SQS is at an endpoint of its own (`--endpoint-url`,
-`AWS_ENDPOINT_URL_SQS`) and Lambda at none, a local SQS, Lambda is left alone and the output says
-so. `--no-lambda` leaves it alone always.
+A pause is a queue tag (the pollers are to read it, once wired); a queue consumed by Lambda
+also has its event source mappings disabled. Lambda is asked at boto3's Lambda endpoint
+(`AWS_ENDPOINT_URL_LAMBDA`, `AWS_ENDPOINT_URL`, else AWS); when SQS is at an endpoint of its own
+(`--endpoint-url`, `AWS_ENDPOINT_URL_SQS`) and Lambda at none, a local SQS, Lambda is left alone
+and the output says so. `--no-lambda` leaves it alone always.
 """
 
 from __future__ import annotations
