@@ -23,7 +23,7 @@ from sqsbatch.cli import queues as queues_cli
 from sqsbatch.local import LocalSqs
 from sqsbatch.pausing import queue_pause
 from tests.front_ends.test_examples import ROOT, load
-from tests.support.faults import Faulty, throttled
+from tests.support.faults import ClientProxy, Faulty, throttled
 from tests.support.lambdas import lambda_client, mapping, state
 
 NOW = 1_800_000_000.0  # 2027-01-15T08:00:00Z
@@ -181,3 +181,27 @@ def test_queues_shows_a_question_mark_where_tags_may_not_be_read(sqs: Any, name:
     faulty.fail("list_queue_tags", 1, throttled)  # anything else is an error, as before
     with pytest.raises(SqsError, match="ThrottlingException"):
         queues_cli._row(SyncSqs(faulty), url, None)
+
+
+class Paged(ClientProxy):
+    """moto answers every mapping in one page (it ignores `MaxItems`): pages of 2 here, over
+    its real answer, as Lambda pages them (`NextMarker`, then `Marker`)."""
+
+    def _call(self, op: str, target: Any, params: dict[str, Any]) -> Any:
+        if op != "list_event_source_mappings":
+            return target(**params)
+        start = int(params.pop("Marker", 0))
+        params.pop("MaxItems", None)
+        found = target(**params)["EventSourceMappings"]
+        page: dict[str, Any] = {"EventSourceMappings": found[start : start + 2]}
+        if start + 2 < len(found):
+            page["NextMarker"] = str(start + 2)
+        return page
+
+
+def test_every_page_of_mappings_is_switched(local_sqs: LocalSqs, sqs: Any, name: str) -> None:
+    create_queue(name, client=sqs)
+    made = [mapping(local_sqs, sqs, name, f"{name}-fn{i}") for i in range(5)]
+    done = pause_queue(name, client=sqs, lambda_client=Paged(lambda_client(local_sqs)))
+    assert len(done.mappings) == 5
+    assert {state(local_sqs, uuid) for uuid in made} == {"Disabled"}
