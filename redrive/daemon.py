@@ -22,25 +22,31 @@ from typing import Any
 from redrive.bucket import TokenBucket
 from redrive.decide import Disposition, DlqMessage, Kind, decide, read, route
 from redrive.plan import Step, StepResult, counts, move, throttle
-from redrive.policy import BackoffPolicy, JitterSource, jitter_random
+from redrive.policy import BackoffPolicy, JitterSource
 from redrive.reasons import Reasons
 from redrive.report import RedriveStats, event
 from redrive.watchdog import Watchdog, default_stall_seconds
 from sqsbatch._core.intake import ReceiveErrors, receive_messages
 from sqsbatch._core.metrics import REDRIVE_METRICS
 from sqsbatch._core.shapes import queue_name
+from sqsbatch._shell.emf_writer import EmfMetrics, check_metrics
+from sqsbatch._shell.health import HealthFile
+from sqsbatch._shell.lifecycle import graceful_signals
 from sqsbatch._sync.door import SyncSqs, default_client
 from sqsbatch.config import check_int
 from sqsbatch.errors import ConfigError, QueueNotFound, SqsBatchError
-from sqsbatch.health import HealthFile
-from sqsbatch.lifecycle import graceful_signals
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
-from sqsbatch.metrics import EmfMetrics, check_metrics
 
-__all__ = ["Redriver", "dead_letter_sources", "execute", "only_source"]
+__all__ = ["Redriver", "dead_letter_sources", "execute", "jitter_random", "only_source"]
 
 SOURCES_TTL_SECONDS = 300.0
 """How long the answer of `ListDeadLetterSourceQueues` is trusted."""
+
+
+def jitter_random(message_id: str, redrives: int) -> random_module.Random:
+    """The random source for one message at one redrive count: the same on every receive, on
+    every replica (`redrive.policy` draws a due time's jitter from it)."""
+    return random_module.Random(f"{message_id}:{redrives}")
 
 
 class Redriver:
@@ -53,7 +59,7 @@ class Redriver:
     each DLQ in turn for `wait_seconds` split among them; a stop waits for the current poll.
     `health_file` is touched after every completed receive (docs/operations.md).
     `metrics="emf"`: each DLQ's Moved, Hidden, Parked, Skipped and Failed as CloudWatch EMF
-    lines on stdout, every `metrics_interval` seconds (`sqsbatch.metrics`).
+    lines on stdout, every `metrics_interval` seconds (`sqsbatch._shell.emf_writer`).
     `stall_seconds`: `run()` stops and raises once no receive completed for that long (default:
     three long polls plus `visibility_timeout`; `redrive.watchdog`).
     """

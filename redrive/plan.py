@@ -14,21 +14,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 from redrive.bucket import TokenBucket
 from redrive.decide import Disposition, DlqMessage, Kind
-from redrive.report import MoveRow
 from sqsbatch._core.calls import BatchRun, Entry, EntryResult
 from sqsbatch._core.closing import sent_keys
 from sqsbatch._core.entries import TwoPhase, copy_of, send_entry
+from sqsbatch._core.envelope import Envelope, carry
 from sqsbatch._core.flows import Flow, batch_calls
 from sqsbatch._core.shapes import is_fifo, queue_name
-from sqsbatch.envelope import Envelope, carry
 from sqsbatch.errors import MessageError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 
 __all__ = [
+    "MoveRow",
     "Step",
     "StepResult",
     "counts",
@@ -41,6 +42,29 @@ __all__ = [
 ]
 
 _SENDS = frozenset({Kind.MOVE, Kind.PARK})
+
+
+@dataclass(frozen=True)
+class MoveRow:
+    """One message of a move: what it was, where it went (or would go) and what happened.
+
+    `action` is one of `moved`, `would-move` (dry run), `skipped` (not selected),
+    `unroutable`, `failed`, `kept` (a reason not moved: `reasons`); for the daemon also
+    `delayed`, `throttled`, `exhausted`, `parked`. `reason` is why it is on the DLQ (its last
+    death). `error_type` is the failure recorded when the message was dead-lettered; `error`
+    says why this move failed, when it did.
+    """
+
+    id: str
+    source: str | None
+    target: str | None
+    error_type: str | None
+    action: str
+    error: str | None = None
+    reason: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 from sqsbatch._core.calls import BatchRun
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.entries import TwoPhase, settle_entries
+from sqsbatch._core.envelope import RETRIES_EXHAUSTED
 from sqsbatch._core.ledger import Action, ActionKind, Outcome, acks_out_of_order, actions_for
+from sqsbatch._core.message import MessageBatch
 from sqsbatch._core.metrics import reason_key
 from sqsbatch._core.shapes import queue_name
 from sqsbatch.config import ConsumerConfig
-from sqsbatch.envelope import RETRIES_EXHAUSTED
 from sqsbatch.errors import AwaitableReturned
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
-from sqsbatch.message import MessageBatch
 
 __all__ = [
     "OVERLAP_ROUND_TRIP_SECONDS",

@@ -31,6 +31,7 @@ from sqsbatch._core.closing import Closing, acked_tally, refusals, sent_keys, ta
 from sqsbatch._core.entries import TwoPhase, delete_entries
 from sqsbatch._core.heartbeat import extended, heartbeat_entries
 from sqsbatch._core.lambda_report import report
+from sqsbatch._core.message import MessageBatch
 from sqsbatch._core.notices import notices
 from sqsbatch._core.queue_settings import (
     QueueSettings,
@@ -42,7 +43,6 @@ from sqsbatch._core.shapes import is_transient
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.errors import QueueNotFound, SqsError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
-from sqsbatch.message import MessageBatch
 
 __all__ = [
     "Flow",

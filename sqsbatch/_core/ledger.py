@@ -15,7 +15,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqsbatch.envelope import RETRIES_EXHAUSTED, ErrorInfo
+from sqsbatch._core.envelope import RETRIES_EXHAUSTED, ErrorInfo
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 
 __all__ = [

@@ -31,10 +31,10 @@ from pydantic import TypeAdapter, ValidationError
 
 from sqsbatch._core.closing import Closing, plan_closing
 from sqsbatch._core.context import QueueContext
+from sqsbatch._core.envelope import EXPIRED, INVALID_BODY, Death, Envelope, ErrorInfo
 from sqsbatch._core.ledger import Action, ActionKind, LastFailure
-from sqsbatch.envelope import EXPIRED, INVALID_BODY, Death, Envelope, ErrorInfo
+from sqsbatch._core.message import MessageBatch, _Delivery
 from sqsbatch.errors import ConfigError
-from sqsbatch.message import MessageBatch, _Delivery
 
 __all__ = [
     "BodyModel",

@@ -15,6 +15,7 @@ import pytest
 
 from sqsbatch._core.closing import Closing
 from sqsbatch._core.entries import TwoPhase, dead_envelope
+from sqsbatch._core.envelope import ATTRIBUTE, MAX_DEATHS, Death, Envelope, ErrorInfo, decode
 from sqsbatch._core.flows import settle, settle_for_lambda
 from sqsbatch._core.ledger import (
     Action,
@@ -28,7 +29,6 @@ from sqsbatch._core.ledger import (
     actions_for,
 )
 from sqsbatch._core.notices import dead_letter_line
-from sqsbatch.envelope import ATTRIBUTE, MAX_DEATHS, Death, Envelope, ErrorInfo, decode
 from sqsbatch.errors import MessageError
 from tests.core.test_flows import (
     WALL,

@@ -14,10 +14,11 @@ import pytest
 
 import redrive
 from redrive.bucket import TokenBucket
+from redrive.daemon import jitter_random
 from redrive.decide import DlqMessage, Kind, decide, read, route
 from redrive.plan import moved_envelope, parked_envelope
-from redrive.policy import BackoffPolicy, jitter_random
-from sqsbatch.envelope import Death, DecodedMessage, Envelope, ErrorInfo
+from redrive.policy import BackoffPolicy
+from sqsbatch._core.envelope import Death, DecodedMessage, Envelope, ErrorInfo
 from sqsbatch.errors import ConfigError
 
 T0 = 1_800_000_000.0

@@ -8,9 +8,9 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar, overload
 
+from sqsbatch._core.attributes import UserAttribute
+from sqsbatch._core.envelope import Death, DecodedMessage, Envelope, check_reason
 from sqsbatch._core.ledger import Ledger, Settled, Verdict
-from sqsbatch.attributes import UserAttribute
-from sqsbatch.envelope import Death, DecodedMessage, Envelope, check_reason
 from sqsbatch.errors import MessageError
 
 T = TypeVar("T")
@@ -109,7 +109,7 @@ class _Delivery:
 
     def trace_headers(self) -> tuple[Envelope, str | None]:
         """Its envelope (the producer's W3C trace context) and SQS's `AWSTraceHeader`: what
-        `sqsbatch.tracing` links a batch's span to."""
+        `sqsbatch._shell.tracing` links a batch's span to."""
         decoded = self.decoded
         return decoded.envelope, decoded.trace_header
 
