@@ -142,7 +142,7 @@ def decide(
     limits: SqsLimits = SQS_LIMITS,
     reasons: Reasons = BRING_BACK_DEFAULT,
 ) -> Disposition:
-    """The verdict for `message`; `target` comes from `route`, `now` is wall time (epoch s).
+    """The disposition of `message`; `target` comes from `route`, `now` is wall time (epoch s).
 
     `random` draws the jitter: `redrive.daemon.jitter_random(message.message.id, message.redrives)`
     makes it the same on every receive. `held_for` is how long ago (seconds) the receive that

@@ -125,8 +125,8 @@ class _Move:
                 continue
             row = self._look(message)
             if row is None:
-                verdict = Disposition(Kind.MOVE, target=self._target(message))
-                moves.append(Step(message, verdict, target_url=verdict.target))
+                disposition = Disposition(Kind.MOVE, target=self._target(message))
+                moves.append(Step(message, disposition, target_url=disposition.target))
                 continue
             self.held[message.message_id] = message.receipt_handle
             self._record(row)

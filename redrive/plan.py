@@ -69,19 +69,19 @@ class MoveRow:
 
 @dataclass(frozen=True)
 class Step:
-    """One received message, its verdict, and the URL its copy goes to (for MOVE and PARK)."""
+    """One received message, its disposition, and the URL its copy goes to (for MOVE and PARK)."""
 
     message: DlqMessage
-    verdict: Disposition
+    disposition: Disposition
     target_url: str | None = None
     action: str = ""
-    """The reported action; defaults to the verdict's kind (`throttled` for a rate-limit hide)."""
+    """The reported action; by default the disposition's kind (`throttled`: a rate-limit hide)."""
     note: str | None = None
-    """Why, when the verdict alone does not say (an unroutable message's missing source)."""
+    """Why, when the disposition alone does not say (an unroutable message's missing source)."""
 
     @property
     def label(self) -> str:
-        return self.action or self.verdict.kind.value
+        return self.action or self.disposition.kind.value
 
 
 @dataclass(frozen=True)
@@ -133,8 +133,8 @@ def plan(
     refused: dict[int, str] = {}
     for i, step in enumerate(steps):
         receipt = step.message.receipt_handle
-        if step.verdict.kind not in _SENDS:
-            params = {"ReceiptHandle": receipt, "VisibilityTimeout": step.verdict.hide_seconds}
+        if step.disposition.kind not in _SENDS:
+            params = {"ReceiptHandle": receipt, "VisibilityTimeout": step.disposition.hide_seconds}
             settlement.first.append(
                 Entry(f"h{i}", "change_message_visibility_batch", dlq_url, params)
             )
@@ -154,7 +154,7 @@ def plan(
 def _send(key: str, step: Step, limits: SqsLimits) -> Entry:
     assert step.target_url is not None
     fifo = is_fifo(step.target_url)
-    if step.verdict.kind is Kind.MOVE:
+    if step.disposition.kind is Kind.MOVE:
         envelope = moved_envelope(step.message, step.target_url)
     else:
         envelope = parked_envelope(step.message)
@@ -172,7 +172,7 @@ def outcomes(
         if i in refused:
             found.append(StepResult(step, False, refused[i]))
             continue
-        key = f"s{i}" if step.verdict.kind in _SENDS else f"h{i}"
+        key = f"s{i}" if step.disposition.kind in _SENDS else f"h{i}"
         result = results.get(key)
         if result is None or not result.ok:
             why = f"{result.code}: {result.message or ''}".strip() if result else "not sent"
@@ -191,7 +191,7 @@ def counts(found: Sequence[StepResult]) -> dict[str, int]:
     """Counter increments for `RedriveStats`: one per message, plus `failed` for refusals."""
     tally: dict[str, int] = {}
     for outcome in found:
-        kind = outcome.step.verdict.kind
+        kind = outcome.step.disposition.kind
         if outcome.ok or kind in (Kind.EXHAUSTED, Kind.UNROUTABLE, Kind.KEPT):
             tally[kind.value] = tally.get(kind.value, 0) + 1
         if not outcome.ok or outcome.delete_failed:
@@ -214,10 +214,10 @@ def throttle(steps: list[Step], bucket: TokenBucket | None, now: float) -> list[
     """Moves beyond the rate limit are hidden until the bucket will have a token for them."""
     if bucket is None:
         return steps
-    moves = [i for i, step in enumerate(steps) if step.verdict.kind is Kind.MOVE]
+    moves = [i for i, step in enumerate(steps) if step.disposition.kind is Kind.MOVE]
     granted = bucket.take(len(moves), now)
     for rank, index in enumerate(moves[granted:], start=1):
         wait = max(1, math.ceil(bucket.wait_seconds(rank, now)))
-        hidden = replace(steps[index].verdict, kind=Kind.HIDE, hide_seconds=wait)
-        steps[index] = replace(steps[index], verdict=hidden, action="throttled")
+        hidden = replace(steps[index].disposition, kind=Kind.HIDE, hide_seconds=wait)
+        steps[index] = replace(steps[index], disposition=hidden, action="throttled")
     return steps

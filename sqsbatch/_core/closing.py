@@ -299,7 +299,7 @@ def refusals(
     ]
 
 
-def tally(plan: Closing, first: BatchRun, second: BatchRun) -> dict[str, int]:
+def tally(closing: Closing, first: BatchRun, second: BatchRun) -> dict[str, int]:
     """Counters for a settled batch, from what SQS accepted entry by entry.
 
     A message whose receipt had expired "may be redelivered": it is counted apart from real
@@ -310,19 +310,19 @@ def tally(plan: Closing, first: BatchRun, second: BatchRun) -> dict[str, int]:
     failed: dict[int, list[bool]] = {}
     for result in (*first.failed(), *second.failed()):
         failed.setdefault(int(result.key[1:]), []).append(result.gone)
-    if not failed and not plan.entries.refused:  # every entry accepted: count kinds in bulk
+    if not failed and not closing.entries.refused:  # every entry accepted: count kinds in bulk
         for kind, name in _COUNTER.items():
-            counts[name] += plan.kinds.count(kind)
+            counts[name] += closing.kinds.count(kind)
         if counts["dead_lettered"]:
-            _count_reasons(counts, plan, range(len(plan.kinds)))
+            _count_reasons(counts, closing, range(len(closing.kinds)))
         return counts
-    for index, kind in enumerate(plan.kinds):
-        if index in plan.entries.refused:
+    for index, kind in enumerate(closing.kinds):
+        if index in closing.entries.refused:
             counts["settle_failures"] += 1
         elif index not in failed:
             counts[_COUNTER[kind]] += 1
             if kind is ActionKind.DEAD_LETTER:
-                _count_reasons(counts, plan, [index])
+                _count_reasons(counts, closing, [index])
         elif all(failed[index]):
             counts["expired_receipts"] += 1
         else:
@@ -342,9 +342,9 @@ _ZEROS = {name: 0 for name in _COUNTER.values()} | {
 }
 
 
-def _count_reasons(counts: dict[str, int], plan: Closing, indexes: Iterable[int]) -> None:
+def _count_reasons(counts: dict[str, int], closing: Closing, indexes: Iterable[int]) -> None:
     """`dead_lettered:<reason>` for each message of `indexes` copied to the DLQ."""
     for index in indexes:
-        if plan.kinds[index] is ActionKind.DEAD_LETTER:
-            key = reason_key(plan.reasons.get(index, RETRIES_EXHAUSTED))
+        if closing.kinds[index] is ActionKind.DEAD_LETTER:
+            key = reason_key(closing.reasons.get(index, RETRIES_EXHAUSTED))
             counts[key] = counts.get(key, 0) + 1

@@ -10,7 +10,7 @@ from typing import Any, TypeVar, overload
 
 from sqsbatch._core.attributes import UserAttribute
 from sqsbatch._core.envelope import Death, DecodedMessage, Envelope, check_reason
-from sqsbatch._core.ledger import Ledger, Settled, Verdict
+from sqsbatch._core.ledger import Delivered, Ledger, Verdict
 from sqsbatch.errors import MessageError
 
 T = TypeVar("T")
@@ -259,7 +259,7 @@ class MessageBatch:
                 "ignored %s_all() on a batch of %s: already settled", verdict.value, self.queue
             )
 
-    def _settled(self) -> Sequence[Settled]:
+    def _settled(self) -> Sequence[Delivered]:
         """What settlement needs of each message, read only for the messages it looks at."""
         return LazyView(self._deliveries, _settled)
 
@@ -292,5 +292,5 @@ class LazyView(Sequence[T]):
         return self._read(self._items[index])
 
 
-def _settled(delivery: _Delivery) -> Settled:
-    return Settled(delivery.attempts, delivery.received_at, delivery.group_id)
+def _settled(delivery: _Delivery) -> Delivered:
+    return Delivered(delivery.attempts, delivery.received_at, delivery.group_id)

@@ -21,10 +21,10 @@ from sqsbatch._core.ledger import (
     Action,
     ActionKind,
     Decision,
+    Delivered,
     LastFailure,
     Ledger,
     Outcome,
-    Settled,
     Verdict,
     actions_for,
 )
@@ -137,7 +137,7 @@ def test_dead_letter_whatever_the_attempts_as_the_queue_allows(
     last_failure: LastFailure, kind: ActionKind, delay: int
 ) -> None:
     actions = actions_for(
-        [Settled(1, 0.0)],
+        [Delivered(1, 0.0)],
         [Decision(DEAD, reason="tenant gone")],
         max_retries=3,
         retry_delay=30,
@@ -151,7 +151,7 @@ def test_dead_letter_whatever_the_attempts_as_the_queue_allows(
 
 def test_on_fifo_a_dead_lettered_message_does_not_hold_back_its_group() -> None:
     # Given a FIFO group a: m0 dead-lettered, m1 undecided; group b: m2 retried, m3 undecided
-    messages = [Settled(1, 0.0, g) for g in "aabb"]
+    messages = [Delivered(1, 0.0, g) for g in "aabb"]
     decisions = [
         Decision(DEAD, reason="poison"),
         Decision(ACK, explicit=False),
