@@ -32,7 +32,7 @@ from sqsbatch._core.envelope import ContentType, Envelope, ErrorInfo, encode_bod
 from sqsbatch._core.handlers import check_handler, is_async_handler
 from sqsbatch._core.intake import Screening, intake
 from sqsbatch._core.ledger import ActionKind, actions_for
-from sqsbatch._core.message import MessageBatch
+from sqsbatch._core.message import MessageBatch, ledger_of
 from sqsbatch._core.queue_settings import check_dead_letter_queue, resolve_settings
 from sqsbatch._core.receiving import Answer
 from sqsbatch._core.screening import BodyModel, Doomed, Screen, close_screened
@@ -240,7 +240,7 @@ class _Run:
         # Not logged as the front ends log it: the result carries the error.
         end = handler_end(self.batch, self.config, timed_out=timed_out, error=error)
         settings = resolve_settings(self.queue, self.config, {})
-        ledger = self.batch._ledger
+        ledger = ledger_of(self.batch)
         ledger.seal()
         decisions = ledger.decisions(end.outcome)
         actions = actions_for(

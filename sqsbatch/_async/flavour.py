@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager, asynccontextmanager, nullcontext,
 from typing import Any, ParamSpec, Protocol
 
 from sqsbatch._core.heartbeat import Watch
-from sqsbatch._core.message import MessageBatch
+from sqsbatch._core.message import MessageBatch, deliveries_of
 from sqsbatch._shell.botocore import (
     LONG_POLL_SECONDS,
     MARGIN_SECONDS,
@@ -257,7 +257,7 @@ class HandlerRun:
         self._ended = loop.create_future()
         self._task: asyncio.Task[object] = loop.create_task(called(self._handler, self._batch))
         self._task.add_done_callback(self._end)
-        self._arm(self._watch.wake_at(self._batch._deliveries))
+        self._arm(self._watch.wake_at(deliveries_of(self._batch)))
         try:
             await self._ended
         finally:
@@ -308,7 +308,7 @@ class HandlerRun:
     async def _beating(self) -> None:
         try:
             await self._heartbeat()
-            at = self._watch.wake_at(self._batch._deliveries)
+            at = self._watch.wake_at(deliveries_of(self._batch))
         except Exception:  # a bug of ours: no more heartbeats, the deadline still holds
             log.exception("a heartbeat of %s failed", self._batch.queue)
             at = self._watch.deadline

@@ -18,7 +18,7 @@ from sqsbatch._core.context import QueueContext
 from sqsbatch._core.entries import TwoPhase, settle_entries
 from sqsbatch._core.envelope import RETRIES_EXHAUSTED
 from sqsbatch._core.ledger import Action, ActionKind, Outcome, acks_out_of_order, actions_for
-from sqsbatch._core.message import MessageBatch
+from sqsbatch._core.message import MessageBatch, deliveries_of, ledger_of
 from sqsbatch._core.metrics import reason_key
 from sqsbatch._core.shapes import queue_name
 from sqsbatch.config import ConsumerConfig
@@ -154,9 +154,9 @@ def close_batch(
     On a FIFO queue acks keep their entries but for that bulk case: an ack behind a failure of
     its group is reported to Lambda, and deleted by the front end itself.
     """
-    ledger = batch._ledger
+    ledger = ledger_of(batch)
     ledger.seal()
-    size = len(batch._deliveries)
+    size = len(deliveries_of(batch))
     config, fifo, limits = context.config, context.fifo, context.limits
     if ledger.all_acked(outcome):  # the common case, in bulk
         kinds = [ActionKind.DELETE] * size
@@ -240,7 +240,7 @@ def plan_closing(
 ) -> Closing:
     """The closing of `batch` for `actions`: its entries, and what each message became."""
     plan = settle_entries(
-        batch._deliveries,
+        deliveries_of(batch),
         actions,
         queue_url=context.url,
         queue=batch.queue,
@@ -249,7 +249,7 @@ def plan_closing(
         fifo=context.fifo,
         limits=context.limits,
     )
-    kinds = [ActionKind.DELETE] * len(batch._deliveries)
+    kinds = [ActionKind.DELETE] * len(deliveries_of(batch))
     reasons = {}
     for action in actions:
         kinds[action.index] = action.kind

@@ -34,7 +34,7 @@ from sqsbatch._core.closing import Closing
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.delays import Uniform, pause_seconds
 from sqsbatch._core.flows import Flow, Line, Request, Settled, postpone, settle, settle_for_lambda
-from sqsbatch._core.message import MessageBatch, _Delivery
+from sqsbatch._core.message import MessageBatch, _Delivery, deliveries_of
 from sqsbatch._core.receiving import Answer, split_deliveries
 from sqsbatch._core.screening import Doomed, Screen, close_screened, screen
 from sqsbatch._core.shapes import is_transient, receive_params
@@ -180,7 +180,7 @@ def _dead_letter(
     taken.doomed = doomed
     taken.counts |= _doomed_counts(settled)
     taken.line = _doomed_line(batch, closing, settled)
-    taken.refused = [batch._deliveries[index] for index in settled.listed]
+    taken.refused = [deliveries_of(batch)[index] for index in settled.listed]
 
 
 def _doomed_counts(settled: Settled) -> dict[str, int]:

@@ -15,7 +15,7 @@ from sqsbatch.errors import MessageError
 
 T = TypeVar("T")
 
-__all__ = ["LazyView", "Message", "MessageBatch", "check_delay"]
+__all__ = ["LazyView", "Message", "MessageBatch", "check_delay", "deliveries_of", "ledger_of"]
 
 log = logging.getLogger("sqsbatch")
 MAX_DELAY_SECONDS = 86_400
@@ -268,6 +268,17 @@ class MessageBatch:
 
     def __repr__(self) -> str:
         return f"<MessageBatch queue={self.queue!r} size={len(self)}>"
+
+
+def deliveries_of(batch: MessageBatch) -> Sequence[_Delivery]:
+    """The core's way in to a batch's deliveries (receipts, attempts, groups), by index: the
+    handler's `MessageBatch` keeps them private."""
+    return batch._deliveries
+
+
+def ledger_of(batch: MessageBatch) -> Ledger:
+    """The core's way in to a batch's ledger (what the handler decided, message by message)."""
+    return batch._ledger
 
 
 class LazyView(Sequence[T]):

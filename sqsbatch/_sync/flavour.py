@@ -17,7 +17,7 @@ from typing import Any, ParamSpec, Protocol
 
 from sqsbatch._core.handlers import not_awaited
 from sqsbatch._core.heartbeat import Watch
-from sqsbatch._core.message import MessageBatch
+from sqsbatch._core.message import MessageBatch, deliveries_of
 from sqsbatch._shell.botocore import (
     LONG_POLL_SECONDS,
     MARGIN_SECONDS,
@@ -280,7 +280,7 @@ class HandlerRun:
             raise RuntimeError("a sync HandlerRun runs in a unit of work of Slots")
         watcher, watch, clock = unit.slots.watcher, self._watch, self._clock
         batch, heartbeat, give_up = self._batch, self._heartbeat, self._give_up
-        deliveries = batch._deliveries
+        deliveries = deliveries_of(batch)
 
         def due() -> float | None:  # on a watcher's thread, while the handler runs
             if watch.timed_out(clock()):
