@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from sqsbatch.local import LOCAL_CREDENTIALS, LocalSqs
+from sqsbatch.dev.server import LOCAL_CREDENTIALS, LocalSqs
 
 # Never reach AWS: fake credentials, and no endpoint unless a test sets one.
 os.environ.update(LOCAL_CREDENTIALS)

@@ -14,14 +14,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from sqsbatch._core.attributes import ATTRIBUTE as META
+from sqsbatch._core.attributes import AttributeValue, payload_size
 from sqsbatch._core.calls import Entry
+from sqsbatch._core.envelope import (
+    MAX_ERROR_CHARS,
+    Death,
+    DecodedMessage,
+    Envelope,
+    ErrorInfo,
+    carry,
+)
 from sqsbatch._core.ledger import Action, ActionKind
-from sqsbatch.attributes import ATTRIBUTE as META
-from sqsbatch.attributes import AttributeValue, payload_size
-from sqsbatch.envelope import MAX_ERROR_CHARS, Death, DecodedMessage, Envelope, ErrorInfo, carry
+from sqsbatch._core.message import _Delivery
 from sqsbatch.errors import FifoError, MessageError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
-from sqsbatch.message import _Delivery
 
 __all__ = [
     "Outbound",

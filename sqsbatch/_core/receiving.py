@@ -15,12 +15,10 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from sqsbatch._core.attributes import ATTRIBUTE
 from sqsbatch._core.batching import BatchWindow
 from sqsbatch._core.entries import TwoPhase, is_premature, postpone_entries
-from sqsbatch._core.ledger import Ledger
-from sqsbatch.attributes import ATTRIBUTE
-from sqsbatch.config import ConsumerConfig
-from sqsbatch.envelope import (
+from sqsbatch._core.envelope import (
     FOREIGN,
     DecodedMessage,
     Envelope,
@@ -28,8 +26,10 @@ from sqsbatch.envelope import (
     decode_body,
     read_envelope,
 )
+from sqsbatch._core.ledger import Ledger
+from sqsbatch._core.message import HeldMessage, Message, _Delivery
+from sqsbatch.config import ConsumerConfig
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
-from sqsbatch.message import HeldMessage, Message, _Delivery
 
 __all__ = [
     "Answer",

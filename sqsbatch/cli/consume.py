@@ -13,9 +13,10 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from sqsbatch._botocore import receives_fail_fast
 from sqsbatch._core.handlers import disguised_async, is_async_handler
 from sqsbatch._core.receiving import connections_for
+from sqsbatch._shell.botocore import receives_fail_fast
+from sqsbatch._shell.lifecycle import Counters
 from sqsbatch.cli.common import CliError, Connection, connection, err, out, print_json, say
 from sqsbatch.cli.foreground import Foreground
 from sqsbatch.cli.loading import load_body_model, load_handler
@@ -29,7 +30,6 @@ from sqsbatch.cli.logs import (
 )
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.errors import SqsBatchError
-from sqsbatch.lifecycle import Counters
 from sqsbatch.limits import SqsLimits
 
 __all__ = ["app", "load_handler"]
@@ -241,7 +241,7 @@ def _check_kind(function: Any, spec: str, *, use_async: bool) -> None:
 
 
 def _run_sync(ctx: typer.Context, run: _Run) -> tuple[dict[str, int], int]:
-    from sqsbatch.consumer import Consumer  # noqa: PLC0415
+    from sqsbatch._sync.consumer import Consumer  # noqa: PLC0415
 
     client = receives_fail_fast(
         connection(ctx).client(
@@ -284,7 +284,7 @@ def _drive(foreground: Foreground, consumer: Any) -> None:
 
 
 def _run_async(ctx: typer.Context, run: _Run) -> tuple[dict[str, int], int]:
-    from sqsbatch.async_consumer import AsyncConsumer  # noqa: PLC0415 - aioboto3 is slow to load
+    from sqsbatch._async.consumer import AsyncConsumer  # noqa: PLC0415 - aioboto3 is slow to load
 
     with _exported(connection(ctx)):  # the async client is aioboto3's: it reads the env
         consumer = AsyncConsumer(

@@ -11,9 +11,18 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from sqsbatch import MessageSendRequest, Producer
+from sqsbatch._core.attributes import UserAttribute, payload_size
+from sqsbatch._core.envelope import (
+    MOVED_BY_SQS,
+    MOVED_BY_SQS_TEXT,
+    ContentType,
+    Envelope,
+    death_reason,
+    decode,
+)
 from sqsbatch._core.shapes import queue_name
 from sqsbatch._sync.door import SyncSqs
-from sqsbatch.attributes import UserAttribute, payload_size
 from sqsbatch.cli.common import (
     CliError,
     err,
@@ -35,16 +44,7 @@ from sqsbatch.cli.peek import (
     receive_count,
 )
 from sqsbatch.cli.sending import Line, check_lines, read_input, read_lines, send_lines
-from sqsbatch.envelope import (
-    MOVED_BY_SQS,
-    MOVED_BY_SQS_TEXT,
-    ContentType,
-    Envelope,
-    death_reason,
-    decode,
-)
 from sqsbatch.errors import SqsBatchError
-from sqsbatch.producer import MessageSendRequest, Producer
 
 __all__ = ["app", "describe"]
 

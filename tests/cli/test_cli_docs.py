@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sqsbatch.cli.app import app
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 FENCE = re.compile(r"```(?P<lang>\w+)\n(?P<body>.*?)```", re.S)

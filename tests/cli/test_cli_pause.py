@@ -15,7 +15,7 @@ from typer.testing import CliRunner, Result
 
 from sqsbatch import create_queue
 from sqsbatch.cli.app import app
-from sqsbatch.local import LOCAL_CREDENTIALS, LocalSqs
+from sqsbatch.dev.server import LOCAL_CREDENTIALS, LocalSqs
 from tests.support.cli_results import ok, one_line_error
 from tests.support.lambdas import mapping, state
 

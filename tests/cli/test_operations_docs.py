@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from sqsbatch._shell.health import age_seconds
 from sqsbatch.cli.app import app
-from sqsbatch.health import age_seconds
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 from tests.support.front_ends import load_example
 from tests.support.waiting import wait_for
 

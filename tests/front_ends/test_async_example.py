@@ -11,7 +11,7 @@ import pytest
 
 from sqsbatch import Producer, create_queue
 from sqsbatch._async.door import AsyncSqs
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 from tests.support.front_ends import load_example
 from tests.support.sqs_helpers import depth
 

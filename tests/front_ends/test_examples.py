@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from sqsbatch import ConsumerConfig, ProducerConfig
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 from tests.support.sqs_helpers import depth
 
 ROOT = Path(__file__).resolve().parents[2]

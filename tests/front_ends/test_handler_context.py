@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 
-from sqsbatch.handler_tasks import run_in_thread
+from sqsbatch._shell.handler_tasks import run_in_thread
 
 CURRENT: ContextVar[str] = ContextVar("CURRENT")
 

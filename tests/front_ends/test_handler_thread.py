@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from sqsbatch.handler_tasks import Done, HandlerThread, run_in_thread
+from sqsbatch._shell.handler_tasks import Done, HandlerThread, run_in_thread
 
 
 def test_done_is_unset_until_set_and_then_stays_set_for_every_wait() -> None:

@@ -22,13 +22,13 @@ from typer.testing import CliRunner, Result
 
 from sqsbatch import AsyncConsumer, Consumer, ConsumerConfig, MessageBatch
 from sqsbatch._async.flavour import default_client as async_default_client
-from sqsbatch._botocore import receives_fail_fast
+from sqsbatch._shell.botocore import receives_fail_fast
+from sqsbatch._shell.health import age_seconds
 from sqsbatch._sync.flavour import default_client as sync_default_client
 from sqsbatch.cli.app import app
+from sqsbatch.dev.server import LocalSqs
 from sqsbatch.errors import ConfigError, SqsBatchError
-from sqsbatch.health import age_seconds
 from sqsbatch.limits import SqsLimits
-from sqsbatch.local import LocalSqs
 from tests.support.silent_proxy import SilentProxy, silent_proxy
 from tests.support.waiting import wait_for
 

@@ -216,7 +216,7 @@ def test_a_handler_stuck_past_its_timeout_is_settled_without_it_and_not_waited_f
 
 def in_poller(frame: FrameType | None) -> bool:
     while frame is not None:
-        if frame.f_code.co_filename.endswith(os.path.join("_sync", "poller.py")):
+        if frame.f_code.co_filename.endswith(os.path.join("_sync", "consumer.py")):
             return True
         frame = frame.f_back
     return False

@@ -7,7 +7,7 @@ import socket
 import pytest
 
 from sqsbatch import SqsBatchError
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 
 
 def test_serves_sqs_on_a_port_it_picks() -> None:

@@ -1,4 +1,4 @@
-"""The moto speed-up of the local SQS (sqsbatch/moto_speedup.py): it fits the pinned moto, gives
+"""The moto speed-up of the local SQS (sqsbatch/dev/moto_speedup.py): it fits the pinned moto, gives
 moto's own answers, makes a receive cost the same at any depth, and keeps concurrent deletes and
 sends from undoing each other.
 
@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from sqsbatch import moto_speedup
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev import moto_speedup
+from sqsbatch.dev.server import LocalSqs
 
 models: Any = importlib.import_module("moto.sqs.models")  # moto's internals, untyped here
 

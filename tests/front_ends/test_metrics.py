@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from sqsbatch import ConsumerConfig, MessageBatch, Producer, create_queue, lambda_handler
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 from tests.support.emf import check_lines, metric
 from tests.support.front_ends import FRONT_ENDS, EventSourceMapping, FrontEnd, load_example
 

@@ -21,7 +21,7 @@ from sqsbatch import (
     create_queue,
     lambda_handler,
 )
-from sqsbatch._botocore import client_config
+from sqsbatch._shell.botocore import client_config
 from sqsbatch.errors import SqsBatchError
 from tests.support.front_ends import EventSourceMapping
 from tests.support.sqs_helpers import depth, drain

@@ -19,8 +19,8 @@ from sqsbatch import (
 )
 from sqsbatch._core.pause_state import REASON_TAG, UNTIL_TAG
 from sqsbatch._sync.door import SyncSqs
-from sqsbatch.cli import queues as queues_cli
-from sqsbatch.local import LocalSqs
+from sqsbatch.cli import queue_admin as queues_cli
+from sqsbatch.dev.server import LocalSqs
 from sqsbatch.pausing import queue_pause
 from tests.front_ends.test_examples import ROOT, load
 from tests.support.faults import ClientProxy, Faulty, throttled

@@ -23,16 +23,16 @@ from typer.testing import CliRunner
 from redrive import BackoffPolicy, Redriver
 from redrive import cli as redrive_cli
 from sqsbatch import Consumer, ConsumerConfig, MessageBatch, Producer, create_queue
-from sqsbatch._botocore import translate
 from sqsbatch._core.calls import BatchRun, Entry
 from sqsbatch._core.closing import refusals
 from sqsbatch._core.receiving import split_received
 from sqsbatch._core.shapes import redact
+from sqsbatch._shell.botocore import translate
 from sqsbatch._sync.door import SyncSqs
 from sqsbatch.cli.app import app
 from sqsbatch.cli.common import Connection
+from sqsbatch.dev.server import LocalSqs
 from sqsbatch.limits import SqsLimits
-from sqsbatch.local import LocalSqs
 from tests.support.redrive import dead_letter, make_queues
 
 runner = CliRunner()

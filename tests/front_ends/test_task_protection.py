@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from sqsbatch.task_protection import TaskProtection
+from sqsbatch._shell.task_protection import TaskProtection
 from tests.support.waiting import wait_for
 
 

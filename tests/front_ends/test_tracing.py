@@ -26,11 +26,11 @@ from sqsbatch import (
     create_queue,
     lambda_handler,
 )
+from sqsbatch._core.envelope import Envelope, decode
 from sqsbatch._core.flows import Flow, Pause, Request
 from sqsbatch._core.ledger import Ledger
-from sqsbatch.envelope import Envelope, decode
+from sqsbatch._shell.tracing import MAX_LINKS, start
 from sqsbatch.errors import SqsError
-from sqsbatch.tracing import MAX_LINKS, start
 from tests.support.front_ends import (
     FRONT_ENDS,
     EventSourceMapping,

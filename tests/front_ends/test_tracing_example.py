@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 from tests.support.front_ends import load_example
 from tests.support.spans import Spans, installed
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 
 ROOT = Path(__file__).resolve().parents[2]
 EVERY_FRONT_END = {name: [1, 2] for name in ("sync", "async", "lambda", "lambda-async")}

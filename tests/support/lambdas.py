@@ -8,7 +8,7 @@ from typing import Any
 
 import boto3
 
-from sqsbatch.local import LOCAL_CREDENTIALS, LocalSqs
+from sqsbatch.dev.server import LOCAL_CREDENTIALS, LocalSqs
 
 
 def lambda_client(local: LocalSqs) -> Any:

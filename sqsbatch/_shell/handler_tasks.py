@@ -121,7 +121,8 @@ class HandlerThread:
     its thread; the next batch gets another.
 
     The handler runs in a copy of the caller's context (`contextvars`), as an asyncio task
-    does: what the caller made current (the batch's span, `sqsbatch.tracing`) is current there.
+    does: what the caller made current (the batch's span, `sqsbatch._shell.tracing`) is current
+    there.
     """
 
     def __init__(

@@ -17,9 +17,9 @@ from functools import cached_property
 from operator import itemgetter
 from typing import Any, TypedDict, cast
 
+from sqsbatch._core.attributes import ATTRIBUTE
+from sqsbatch._core.envelope import FOREIGN, Envelope, read_envelope
 from sqsbatch._core.lambda_report import Report, report
-from sqsbatch.attributes import ATTRIBUTE
-from sqsbatch.envelope import FOREIGN, Envelope, read_envelope
 from sqsbatch.errors import EventError
 
 __all__ = [
@@ -73,7 +73,7 @@ class ParsedEvent:
     bodies: list[str] | None = None
     """Each record's body, in order, as the bulk check read it (None when records were checked
     one by one): a plain batch's messages hold them, so that reading one does not go back to
-    its record (`sqsbatch.lambda_records.record_batch`)."""
+    its record (`sqsbatch._core.lambda_records.record_batch`)."""
 
     @cached_property
     def first_receive(self) -> float:

@@ -1,7 +1,7 @@
 """An SQS endpoint on this machine, with no AWS account: moto's server mode on loopback.
 
 Used by the tests, `sqsbatch demo` and `sqsbatch dev`. Needs the `local` extra
-(`pip install 'sqsbatch[local]'`). `start()` applies `sqsbatch.moto_speedup` to moto 5.2 in this
+(`pip install 'sqsbatch[local]'`). `start()` applies `sqsbatch.dev.moto_speedup` to moto 5.2 in this
 process, so that receives and sends stay fast as queues grow; another moto runs unpatched.
 """
 
@@ -12,8 +12,8 @@ import socket
 from types import TracebackType
 from typing import Any, Self
 
-from sqsbatch import moto_speedup
-from sqsbatch._botocore import client_config
+from sqsbatch._shell.botocore import client_config
+from sqsbatch.dev import moto_speedup
 from sqsbatch.errors import SqsBatchError
 
 __all__ = ["LOCAL_CREDENTIALS", "LocalSqs"]

@@ -8,14 +8,14 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar, overload
 
-from sqsbatch._core.ledger import Ledger, Settled, Verdict
-from sqsbatch.attributes import UserAttribute
-from sqsbatch.envelope import Death, DecodedMessage, Envelope, check_reason
+from sqsbatch._core.attributes import UserAttribute
+from sqsbatch._core.envelope import Death, DecodedMessage, Envelope, check_reason
+from sqsbatch._core.ledger import Delivered, Ledger, Verdict
 from sqsbatch.errors import MessageError
 
 T = TypeVar("T")
 
-__all__ = ["LazyView", "Message", "MessageBatch", "check_delay"]
+__all__ = ["LazyView", "Message", "MessageBatch", "check_delay", "deliveries_of", "ledger_of"]
 
 log = logging.getLogger("sqsbatch")
 MAX_DELAY_SECONDS = 86_400
@@ -109,7 +109,7 @@ class _Delivery:
 
     def trace_headers(self) -> tuple[Envelope, str | None]:
         """Its envelope (the producer's W3C trace context) and SQS's `AWSTraceHeader`: what
-        `sqsbatch.tracing` links a batch's span to."""
+        `sqsbatch._shell.tracing` links a batch's span to."""
         decoded = self.decoded
         return decoded.envelope, decoded.trace_header
 
@@ -259,7 +259,7 @@ class MessageBatch:
                 "ignored %s_all() on a batch of %s: already settled", verdict.value, self.queue
             )
 
-    def _settled(self) -> Sequence[Settled]:
+    def _settled(self) -> Sequence[Delivered]:
         """What settlement needs of each message, read only for the messages it looks at."""
         return LazyView(self._deliveries, _settled)
 
@@ -268,6 +268,17 @@ class MessageBatch:
 
     def __repr__(self) -> str:
         return f"<MessageBatch queue={self.queue!r} size={len(self)}>"
+
+
+def deliveries_of(batch: MessageBatch) -> Sequence[_Delivery]:
+    """The core's way in to a batch's deliveries (receipts, attempts, groups), by index: the
+    handler's `MessageBatch` keeps them private."""
+    return batch._deliveries
+
+
+def ledger_of(batch: MessageBatch) -> Ledger:
+    """The core's way in to a batch's ledger (what the handler decided, message by message)."""
+    return batch._ledger
 
 
 class LazyView(Sequence[T]):
@@ -292,5 +303,5 @@ class LazyView(Sequence[T]):
         return self._read(self._items[index])
 
 
-def _settled(delivery: _Delivery) -> Settled:
-    return Settled(delivery.attempts, delivery.received_at, delivery.group_id)
+def _settled(delivery: _Delivery) -> Delivered:
+    return Delivered(delivery.attempts, delivery.received_at, delivery.group_id)

@@ -1,7 +1,8 @@
-"""`AsyncProducer`: sending with aioboto3, the twin of `producer.Producer`.
+"""`AsyncProducer`: sending with aioboto3, the twin of `sqsbatch._sync.producer.Producer`.
 
-Every check and encoding is `producer.SendPlan`'s, before any call; the delay rules are
-`producer.producer_settings`'s. Only the calls are awaited here (a test compares the two classes).
+Every check and encoding is `sqsbatch._core.sending.SendPlan`'s, before any call; the settings
+are `sqsbatch._shell.producer_base`'s. Only the calls are awaited here (a test compares the two
+classes).
 """
 
 from __future__ import annotations
@@ -12,16 +13,16 @@ from types import TracebackType
 from typing import Any, Self
 
 from sqsbatch._async.door import AsyncSqs, default_client
+from sqsbatch._core.attributes import SendAttribute
 from sqsbatch._core.calls import BatchRun
-from sqsbatch.attributes import SendAttribute
-from sqsbatch.envelope import ContentType
-from sqsbatch.producer import (
+from sqsbatch._core.envelope import ContentType
+from sqsbatch._core.sending import (
     MessageSendRequest,
-    ProducerBase,
     SendPlan,
     content_dedup_query,
     has_content_dedup,
 )
+from sqsbatch._shell.producer_base import ProducerBase
 
 __all__ = ["AsyncProducer"]
 

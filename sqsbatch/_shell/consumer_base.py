@@ -4,7 +4,7 @@
 count, the slots' bookkeeping with the core's `Receivers`, health and the watchdog (the core's
 `Liveness`), and the metrics. None of it does I/O or awaits anything, so it is the same for
 threads and asyncio; the coroutines that receive, run the handler and settle are in
-`sqsbatch/_async/poller.py`, from which unasync generates `sqsbatch/_sync/poller.py`. A poller
+`sqsbatch/_async/consumer.py`, from which unasync generates `sqsbatch/_sync/consumer.py`. A poller
 sets its door (`_sqs`) and its two flags (`stopping`, `changed`), then gives this base a lock
 of its flavour.
 """
@@ -20,23 +20,23 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sqsbatch import tracing
 from sqsbatch._core.closing import SettleTimes
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.intake import ReceiveErrors, Screening
 from sqsbatch._core.liveness import Liveness, Pulse, all_busy, default_stall_seconds
+from sqsbatch._core.message import MessageBatch
 from sqsbatch._core.metrics import batch_sample
 from sqsbatch._core.queue_settings import check_dead_letter_queue
 from sqsbatch._core.receivers import Receivers
 from sqsbatch._core.receiving import is_idle
 from sqsbatch._core.screening import BodyModel
+from sqsbatch._shell import tracing
+from sqsbatch._shell.emf_writer import EmfMetrics
+from sqsbatch._shell.health import HealthFile
+from sqsbatch._shell.lifecycle import ConsumerStats
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.errors import SqsBatchError
-from sqsbatch.health import HealthFile
-from sqsbatch.lifecycle import ConsumerStats
 from sqsbatch.limits import SqsLimits
-from sqsbatch.message import MessageBatch
-from sqsbatch.metrics import EmfMetrics
 
 if TYPE_CHECKING:
     from sqsbatch._async.door import AsyncSqs

@@ -28,12 +28,13 @@ from sqsbatch._core.flows import Flow, Request
 from sqsbatch._core.ledger import Outcome
 from sqsbatch._core.shapes import queue_name
 from sqsbatch._core.trace_headers import xray_ids
+from sqsbatch._version import __version__
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.trace import Link, Span, SpanContext, Tracer, TracerProvider
 
-    from sqsbatch.message import Message, MessageBatch
+    from sqsbatch._core.message import Message, MessageBatch
 
 __all__ = ["MAX_LINKS", "OFF", "BatchTrace", "outgoing", "start", "xray_ids"]
 
@@ -120,8 +121,6 @@ def _tracer(api: Any) -> Tracer | None:
         return None
     cached = _cached
     if cached is None or cached[0] is not provider:
-        from sqsbatch import __version__  # noqa: PLC0415 - sqsbatch imports this module
-
         cached = _cached = (provider, provider.get_tracer("sqsbatch", __version__))
     return cached[1]
 

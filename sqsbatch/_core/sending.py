@@ -1,45 +1,37 @@
-"""Sending: `Producer` (boto3). Requests are checked and encoded by `SendPlan` before any call.
+"""A send, planned: every request checked and encoded into entries before any call, so that a
+refused batch costs no request. No I/O, no clock: the producers (`sqsbatch._shell.producer_base`)
+pass the wall time and the sender's trace context in.
 
 Delay precedence: per-message > batch-level > the producer's `delivery_delay` > the queue's
 `DelaySeconds`; an explicit 0 overrides every default. `ttl_seconds` (a deadline: past it the
 consumer dead-letters the message as `expired`) follows the same precedence, without a queue
-default. Delays past SQS's 900 s travel in hops. The current trace context goes in the
-`sqsbatch` attribute (`sqsbatch.tracing.outgoing`), for the consumer's span to link to.
+default. Delays past SQS's 900 s travel in hops.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
+from sqsbatch._core.attributes import SendAttribute, encode_attributes
 from sqsbatch._core.calls import BatchRun, Entry
 from sqsbatch._core.entries import Outbound, hop_delay, send_entry
+from sqsbatch._core.envelope import ContentType, Envelope, encode_body
+from sqsbatch._core.message import check_delay
 from sqsbatch._core.shapes import is_fifo, queue_name
-from sqsbatch._sync.door import SyncSqs, default_client
-from sqsbatch.attributes import SendAttribute, encode_attributes
-from sqsbatch.config import MAX_TTL_SECONDS, ProducerConfig
-from sqsbatch.envelope import ContentType, Envelope, encode_body
+from sqsbatch.config import MAX_TTL_SECONDS
 from sqsbatch.errors import FifoError, MessageError, SendError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
-from sqsbatch.message import check_delay
-from sqsbatch.tracing import outgoing
-
-if TYPE_CHECKING:
-    from sqsbatch._async.door import AsyncSqs
 
 __all__ = [
     "MAX_SEND_BATCH",
     "MessageSendRequest",
-    "Producer",
-    "ProducerBase",
     "SendPlan",
     "as_request",
     "check_ttl",
     "content_dedup_query",
     "has_content_dedup",
-    "producer_settings",
 ]
 
 MAX_SEND_BATCH = 100
@@ -92,6 +84,7 @@ class SendPlan:
         wall_now: float,
         batch_ttl: float | None = None,
         default_ttl: float | None = None,
+        trace: tuple[str | None, str | None] = (None, None),
         limits: SqsLimits = SQS_LIMITS,
     ) -> None:
         items = list(requests)
@@ -108,7 +101,7 @@ class SendPlan:
         self.size = len(checked)
         self.needs_content_dedup = fifo and any(r.deduplication_id is None for r in checked)
         self._entries: list[Entry] = []
-        traceparent, tracestate = outgoing()  # the sender's span, for the consumer's link
+        traceparent, tracestate = trace  # the sender's span, for the consumer's link
         for index, request in enumerate(checked):
             own = check_delay("delay_seconds", request.delay_seconds)
             delay = _first_given(own, batch_delay, default_delay)
@@ -171,23 +164,6 @@ def check_ttl(name: str, value: object) -> float | None:
     raise MessageError(f"{name}={value!r} is invalid: must be seconds 1..{MAX_TTL_SECONDS}")
 
 
-def producer_settings(
-    queue: str, delivery_delay: int | None, ttl_seconds: float | None
-) -> tuple[int | None, float | None]:
-    """A producer's `delivery_delay` and `ttl_seconds`: each given, else from the settings
-    (`[[queues.producers]]`, `SQSBATCH_*`), read once; FIFO queues refuse a delay."""
-    if delivery_delay is None or ttl_seconds is None:
-        settings = ProducerConfig.load(queue)
-        if delivery_delay is None:
-            delivery_delay = settings.delivery_delay
-        if ttl_seconds is None:
-            ttl_seconds = settings.ttl_seconds
-    checked = check_delay("delivery_delay", delivery_delay)
-    if checked and is_fifo(queue):
-        raise FifoError("delivery_delay on a FIFO queue: SQS forbids per-message delays there")
-    return checked, check_ttl("ttl_seconds", ttl_seconds)
-
-
 def content_dedup_query(url: str) -> dict[str, Any]:
     """`GetQueueAttributes` parameters that tell whether a FIFO queue dedups by content."""
     return {"QueueUrl": url, "AttributeNames": ["ContentBasedDeduplication"]}
@@ -195,103 +171,3 @@ def content_dedup_query(url: str) -> dict[str, Any]:
 
 def has_content_dedup(attributes: Mapping[str, str]) -> bool:
     return attributes.get("ContentBasedDeduplication") == "true"
-
-
-class ProducerBase:
-    """What `Producer` and `AsyncProducer` share: their settings (checked before any client is
-    made), the request count and each send's plan. The door (`_door`) and the calls, made or
-    awaited, are theirs."""
-
-    _sqs: SyncSqs | AsyncSqs
-
-    def __init__(
-        self,
-        queue: str,
-        *,
-        delivery_delay: int | None = None,
-        ttl_seconds: float | None = None,
-        client: Any = None,
-        limits: SqsLimits = SQS_LIMITS,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.delivery_delay, self.ttl_seconds = producer_settings(
-            queue, delivery_delay, ttl_seconds
-        )
-        self.queue = queue
-        self._limits = limits
-        self._clock = clock
-        self._content_dedup: bool | None = None
-        self._sqs = self._door(client)
-
-    def _door(self, client: Any) -> SyncSqs | AsyncSqs:
-        raise NotImplementedError
-
-    @property
-    def requests(self) -> int:
-        """SQS requests made so far."""
-        return sum(self._sqs.requests.values())
-
-    def _plan(
-        self,
-        messages: Iterable[MessageSendRequest | Mapping[str, Any]],
-        delay_seconds: int | None,
-        ttl_seconds: float | None,
-    ) -> SendPlan:
-        """One `send_batch` call's messages, checked and encoded, with the defaults applied."""
-        return SendPlan(
-            self.queue,
-            messages,
-            batch_delay=delay_seconds,
-            default_delay=self.delivery_delay,
-            batch_ttl=ttl_seconds,
-            default_ttl=self.ttl_seconds,
-            wall_now=self._clock(),
-            limits=self._limits,
-        )
-
-
-class Producer(ProducerBase):
-    """Sends to one queue (name or URL). Thread-safe; reuse one per queue."""
-
-    _sqs: SyncSqs
-
-    def _door(self, client: Any) -> SyncSqs:
-        return SyncSqs(client if client is not None else default_client())
-
-    def send(
-        self,
-        body: Any,
-        *,
-        delay_seconds: int | None = None,
-        content_type: ContentType | None = None,
-        attributes: Mapping[str, SendAttribute] | None = None,
-        group_id: str | None = None,
-        deduplication_id: str | None = None,
-        ttl_seconds: float | None = None,
-    ) -> str:
-        """Send one message; returns its id (the `message.id` the consumer will see)."""
-        request = MessageSendRequest(
-            body, delay_seconds, content_type, attributes, group_id, deduplication_id, ttl_seconds
-        )
-        return self.send_batch([request])[0]
-
-    def send_batch(
-        self,
-        messages: Iterable[MessageSendRequest | Mapping[str, Any]],
-        *,
-        delay_seconds: int | None = None,
-        ttl_seconds: float | None = None,
-    ) -> list[str]:
-        """Send up to 100 messages in calls of at most 10 entries and 1 MiB; returns their ids."""
-        plan = self._plan(messages, delay_seconds, ttl_seconds)
-        url = self._sqs.queue_url(self.queue)
-        entries = plan.entries(url, content_dedup=self._has_content_dedup(url, plan))
-        return plan.ids(self._sqs.execute(BatchRun(entries, limits=self._limits)))
-
-    def _has_content_dedup(self, url: str, plan: SendPlan) -> bool:
-        if not plan.needs_content_dedup:
-            return False
-        if self._content_dedup is None:
-            attributes = self._sqs.call("get_queue_attributes", content_dedup_query(url))
-            self._content_dedup = has_content_dedup(attributes["Attributes"])
-        return self._content_dedup

@@ -36,8 +36,8 @@ from types import FrameType
 from typing import Any
 
 from sqsbatch._core.handlers import not_awaited
+from sqsbatch._shell.handler_tasks import CANCEL_GRACE_SECONDS, run_in_thread
 from sqsbatch.errors import AwaitableReturned, HandlerTimeout
-from sqsbatch.handler_tasks import CANCEL_GRACE_SECONDS, run_in_thread
 
 __all__ = ["DEFER_SECONDS", "GRACE_SECONDS", "can_interrupt", "run_sync_handler"]
 
@@ -47,10 +47,10 @@ GRACE_SECONDS = CANCEL_GRACE_SECONDS
 DEFER_SECONDS = 0.01
 """An interrupt that came while sqsbatch's own code ran is tried again this much later."""
 
-_OURS = tuple(
-    os.path.dirname(os.path.abspath(path)) + os.sep for path in (__file__, logging.__file__)
-)
-"""Where sqsbatch's code is, and `logging`'s: frames of files under them are not interrupted."""
+_SQSBATCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # sqsbatch/
+_OURS = (_SQSBATCH + os.sep, os.path.dirname(os.path.abspath(logging.__file__)) + os.sep)
+"""Where sqsbatch's code is (the whole package), and `logging`'s: frames of files under them are
+not interrupted."""
 
 _HAS_TIMER = hasattr(signal, "setitimer") and hasattr(signal, "SIGALRM")
 

@@ -1,11 +1,11 @@
 """The long-running poller (ECS, EC2, a laptop), written once for both flavours.
 
-`sqsbatch/_async/poller.py` is the source and `sqsbatch/_sync/poller.py` is generated from it by
+`sqsbatch/_async/consumer.py` is the source and `sqsbatch/_sync/consumer.py` is generated from it by
 unasync (`make twins`; a test fails when it is stale): edit the source, never the generated
 file. What threads and asyncio do their own way (the client, an event any thread may set, units
 of work, a handler run against a deadline, signals) is in the flavour module beside each; what
 never waits (settings, counters, the slots' bookkeeping, health and the watchdog) is written
-once, by hand, in the base class both pollers share (`sqsbatch._pollers.Poller`).
+once, by hand, in the base class both pollers share (`sqsbatch._shell.consumer_base.Poller`).
 
 A thin shell: every decision comes from the core (`sqsbatch._core`), and every exchange with SQS
 is one of its flows, driven by the door. The loop starts receivers as `Receivers` allows (one
@@ -19,7 +19,7 @@ Operating it: with `health_file` the poller touches that file after every comple
 while every slot is busy with a handler inside its `handler_timeout`; when it has been neither
 for `stall_seconds`, the watchdog stops it and `run()` raises once what it could settle is
 settled (docs/operations.md). The decisions are the core's `Liveness`. With `metrics = "emf"`
-it writes CloudWatch metrics every `metrics_interval` (`sqsbatch.metrics`).
+it writes CloudWatch metrics every `metrics_interval` (`sqsbatch._shell.emf_writer`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sqsbatch import tracing
 from sqsbatch._core.batching import BatchWindow
 from sqsbatch._core.closing import Closing, close_batch, handler_end, settles_behind
 from sqsbatch._core.context import QueueContext
@@ -39,10 +38,13 @@ from sqsbatch._core.handlers import check_handler
 from sqsbatch._core.heartbeat import Watch
 from sqsbatch._core.intake import Screening, receive
 from sqsbatch._core.liveness import Liveness
+from sqsbatch._core.message import MessageBatch, _Delivery
 from sqsbatch._core.receivers import Receivers
 from sqsbatch._core.receiving import Assembly, connections_for, receive_visibility
 from sqsbatch._core.screening import Screen
-from sqsbatch._pollers import Poller, Running
+from sqsbatch._shell import tracing
+from sqsbatch._shell.consumer_base import Poller, Running
+from sqsbatch._shell.emf_writer import consumer_metrics
 from sqsbatch._sync.door import SyncSqs
 from sqsbatch._sync.flavour import (
     HANDLER_IS_ASYNC,
@@ -59,8 +61,6 @@ from sqsbatch._sync.flavour import (
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.errors import ConfigError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
-from sqsbatch.message import MessageBatch, _Delivery
-from sqsbatch.metrics import consumer_metrics
 
 __all__ = ["Consumer"]
 
@@ -75,7 +75,7 @@ class Consumer(Poller):
 
     `client`: a boto3 SQS client for `Consumer`, an aiobotocore one already entered
     (`async with session.client(...)`) for `AsyncConsumer`; without one, `run()` makes its own,
-    with read timeouts that fit the long poll (`sqsbatch._botocore.client_config`).
+    with read timeouts that fit the long poll (`sqsbatch._shell.botocore.client_config`).
     `health_file`: a path touched while the poller is alive, for `sqsbatch health`; a directory
     that does not exist or cannot be written is a `ConfigError` here (docs/operations.md).
     """

@@ -5,7 +5,7 @@ re-sends it (to a DLQ, back from one, or in delay hops); a re-sent copy carries 
 attribute so that `message.id` and `message.timestamp` never change. `attempts` is the carried
 base (failed deliveries before this copy) plus SQS's `ApproximateReceiveCount`.
 
-The user's own message attributes are `sqsbatch.attributes` (re-exported here). Everything
+The user's own message attributes are `sqsbatch._core.attributes` (re-exported here). Everything
 here is pure: no I/O, no clock (times come in as arguments).
 """
 
@@ -22,8 +22,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
-from sqsbatch._core.trace_headers import xray_traceparent
-from sqsbatch.attributes import (
+from sqsbatch._core.attributes import (
     ATTRIBUTE,
     AttributeValue,
     SendAttribute,
@@ -33,6 +32,7 @@ from sqsbatch.attributes import (
     payload_size,
     user_value,
 )
+from sqsbatch._core.trace_headers import xray_traceparent
 from sqsbatch.errors import MessageError
 
 __all__ = [
@@ -167,7 +167,8 @@ class Envelope:
     """`dead_count` when it was last redriven (None: never redriven, or by an older sqsbatch)."""
     traceparent: str | None = None
     tracestate: str | None = None
-    """The W3C trace context of the producer's span (`sqsbatch.tracing`); kept by re-sends."""
+    """The W3C trace context of the producer's span (`sqsbatch._shell.tracing`); kept by
+    re-sends."""
 
     def to_attribute(self) -> AttributeValue:
         data: dict[str, Any] = {"v": VERSION, "ct": self.content_type}

@@ -1,6 +1,6 @@
 """A message's user attributes: checked and shaped for SQS on send, read back as values.
 
-sqsbatch uses one attribute of its own (`ATTRIBUTE`, the envelope: `sqsbatch.envelope`), so a
+sqsbatch uses one attribute of its own (`ATTRIBUTE`, the envelope: `sqsbatch._core.envelope`), so a
 message takes 9 of the user's. Pure: no I/O.
 """
 
