@@ -31,7 +31,7 @@ it has deleted); a send appended during a rebuild was lost. Seen once in a test 
 Guard: only moto 5.2.x whose replaced members, and the members their answers rely on, have
 exactly the source this was written against (sha256 of each: the same in 5.2.0 to 5.2.3 and in
 5.2.5). Any other moto runs unpatched (slower as queues grow, and with that race) after one
-warning line; the tests (tests/front_ends/test_local_speed.py) fail if the pinned moto no longer
+warning line; the tests (tests/dev/test_local_speed.py) fail if the pinned moto no longer
 fits.
 """
 

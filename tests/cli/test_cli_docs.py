@@ -46,7 +46,7 @@ def test_the_doc_has_examples_of_every_command() -> None:
 def test_the_console_blocks_run_as_documented(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # the handler module the doc shows (tests/front_ends/test_examples.py keeps the doc's copy
+    # the handler module the doc shows (tests/docs/test_examples.py keeps the doc's copy
     # verbatim),
     # imported fresh: another test's `jobs` module must not stand in for it
     for module in [name for name in sys.modules if name == "jobs" or name.startswith("jobs.")]:

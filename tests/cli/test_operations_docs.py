@@ -1,5 +1,5 @@
 """docs/operations.md: its `console` blocks run in order against a fresh local SQS and exit as
-shown; examples/health_watch.py, which its Python block quotes (tests/front_ends/test_examples.py
+shown; examples/health_watch.py, which its Python block quotes (tests/docs/test_examples.py
 checks the quote), runs."""
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from sqsbatch._sync.door import SyncSqs
 from sqsbatch.cli import queue_admin as queues_cli
 from sqsbatch.dev.server import LocalSqs
 from sqsbatch.pausing import queue_pause
-from tests.front_ends.test_examples import ROOT, load
+from tests.docs.test_examples import ROOT, load
 from tests.support.faults import ClientProxy, Faulty, throttled
 from tests.support.lambdas import lambda_client, mapping, state
 

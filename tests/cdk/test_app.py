@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.infra.conftest import REPO, cdk_context
+from tests.cdk.conftest import REPO, cdk_context
 
 
 def run_app(tmp_path: Path, context: dict[str, object]) -> subprocess.CompletedProcess[str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sqsbatch.cdk.fargate import HEALTH_FILE, HEALTH_MAX_AGE_SECONDS
-from tests.infra.conftest import Synthesis, resources
+from tests.cdk.conftest import Synthesis, resources
 
 
 def test_every_fargate_container_touches_a_health_file_that_its_health_check_reads(

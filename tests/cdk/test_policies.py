@@ -11,7 +11,7 @@ from aws_cdk import App, Stack, Validations
 from aws_cdk import aws_sqs as sqs
 from cdk_nag import AwsSolutionsChecks
 
-from tests.infra.conftest import Synthesis, resources
+from tests.cdk.conftest import Synthesis, resources
 
 # AWS accepts only "*" as the resource of this one action; the image pull it allows is scoped.
 UNSCOPABLE = ["ecr:GetAuthorizationToken"]

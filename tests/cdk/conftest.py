@@ -30,7 +30,7 @@ EXAMPLE = REPO / "infra" / "sqsbatch.toml"
 
 TOPIC = "arn:aws:sns:us-east-1:123456789012:ops"
 ASSET = REPO / "infra" / "lambda_asset"
-# A stack with metrics on (tests/infra/test_metrics.py): orders, a Lambda consumer with its own
+# A stack with metrics on (tests/cdk/test_metrics.py): orders, a Lambda consumer with its own
 # namespace; emails, an ECS poller flushing every 90 s; audit, metrics off. Both DLQs are
 # redriven, and a KMS key makes the template as scanner-clean as the example's.
 METRICS_ON = f"""

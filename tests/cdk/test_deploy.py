@@ -22,7 +22,7 @@ import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 
-from tests.infra.conftest import Synthesis, expected_receive_count, resources
+from tests.cdk.conftest import Synthesis, expected_receive_count, resources
 
 CREDENTIALS = {
     # moto keeps one backend per account and region in the process: a region of its own keeps

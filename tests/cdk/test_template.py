@@ -18,7 +18,7 @@ from sqsbatch.cdk.fargate import with_health_file
 from sqsbatch.cdk.rules import VISIBILITY_FACTOR, consumer_environment
 from sqsbatch.cdk.settings import FOURTEEN_DAYS, QueuePlan
 from sqsbatch.config import ConsumerConfig
-from tests.infra.conftest import (
+from tests.cdk.conftest import (
     Synthesis,
     arn_of,
     expected_receive_count,

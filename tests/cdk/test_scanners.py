@@ -23,7 +23,7 @@ import pytest
 from cfnlint.api import lint_file
 
 from sqsbatch.cdk.acknowledgements import MIN_REASON_LENGTH
-from tests.infra.conftest import REPO, Synthesis, resources
+from tests.cdk.conftest import REPO, Synthesis, resources
 
 CHECKOV = REPO / ".venv-scan" / "bin" / "checkov"
 # Findings that are right not to fix (docs/infra.md gives the reasons): (check, resource type).

@@ -25,7 +25,7 @@ from sqsbatch.cdk.settings import (
 )
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.errors import ConfigError
-from tests.infra.conftest import EXAMPLE, REPO
+from tests.cdk.conftest import EXAMPLE, REPO
 
 CONSUMER = """
 [[queues.consumers]]

@@ -23,7 +23,7 @@ from sqsbatch.cdk.rules import Metrics, consumer_environment, metrics_of
 from sqsbatch.cdk.settings import QueuePlan, QueueSettings
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.errors import ConfigError
-from tests.infra.conftest import METRICS_ON, REPO, TOPIC, Synthesis, resources
+from tests.cdk.conftest import METRICS_ON, REPO, TOPIC, Synthesis, resources
 
 COUNTS = [
     "Received",
