@@ -38,6 +38,85 @@ app = typer.Typer()
 DEFAULT_IDLE_SECONDS = 2.0
 
 
+# The options of `consume`, named once (typer reads them from the annotations).
+MaxBatchSizeOption = Annotated[
+    int | None, typer.Option(min=1, max=100, help="Messages per batch (default: 10).")
+]
+MaxBatchTimeoutOption = Annotated[
+    float | None, typer.Option(min=0, max=60, help="Seconds a batch waits (default: 5).")
+]
+MaxRetriesOption = Annotated[
+    int | None,
+    typer.Option(min=0, max=100, help="Default: the queue's maxReceiveCount - 1, else 3."),
+]
+DeadLetterQueueOption = Annotated[
+    str | None,
+    typer.Option(help="DLQ name (default: the queue's RedrivePolicy, else none)."),
+]
+RetryDelayOption = Annotated[
+    int | None, typer.Option(min=0, max=86_400, help="Seconds (default: 0).")
+]
+MaxConcurrencyOption = Annotated[
+    int | None, typer.Option(min=1, max=250, help="Batches at once (default: 1).")
+]
+VisibilityTimeoutOption = Annotated[
+    int | None, typer.Option(min=1, max=43_200, help="Seconds (default: 30).")
+]
+UseAsyncOption = Annotated[
+    bool, typer.Option("--async", help="AsyncConsumer, for an `async def` handler.")
+]
+OnceOption = Annotated[
+    bool, typer.Option("--once", help="Stop when the queue is idle, then exit 0.")
+]
+IdleSecondsOption = Annotated[
+    float | None,
+    typer.Option(min=0.1, help="With --once: how long 'idle' is (default: 2).", show_default=False),
+]
+MaxMessageAgeOption = Annotated[
+    float | None,
+    typer.Option(
+        min=1,
+        max=1_209_600,
+        metavar="SECONDS",
+        help="Dead-letter (reason expired) messages older than this, before the handler.",
+    ),
+]
+BodyModelOption = Annotated[
+    str | None,
+    typer.Option(
+        metavar="MODULE:NAME",
+        help="Validate each body with this pydantic model (or anything pydantic's "
+        "TypeAdapter takes); an invalid one is dead-lettered (reason invalid_body).",
+    ),
+]
+PollSecondsOption = Annotated[
+    int,
+    typer.Option(
+        min=1,
+        max=20,
+        help="Longest long poll. A stop waits for the current one: shorter stops sooner, "
+        "at the cost of more empty receives.",
+    ),
+]
+HealthFileOption = Annotated[
+    str | None,
+    typer.Option(
+        metavar="PATH",
+        help="Touch PATH while alive (after each receive, and while every slot is busy): "
+        "for `sqsbatch health PATH --max-age SECONDS`.",
+    ),
+]
+StallSecondsOption = Annotated[
+    float | None,
+    typer.Option(
+        min=0.001,
+        max=86_400,
+        help="Exit non-zero after this long neither receiving nor busy "
+        "(default: 3 long polls + visibility timeout).",
+    ),
+]
+
+
 @app.command()
 def consume(
     ctx: typer.Context,
@@ -50,84 +129,21 @@ def consume(
     ],
     *,
     queue: Annotated[str, typer.Option("--queue", "-q", help="Queue name or URL.")],
-    max_batch_size: Annotated[
-        int | None, typer.Option(min=1, max=100, help="Messages per batch (default: 10).")
-    ] = None,
-    max_batch_timeout: Annotated[
-        float | None, typer.Option(min=0, max=60, help="Seconds a batch waits (default: 5).")
-    ] = None,
-    max_retries: Annotated[
-        int | None,
-        typer.Option(min=0, max=100, help="Default: the queue's maxReceiveCount - 1, else 3."),
-    ] = None,
-    dead_letter_queue: Annotated[
-        str | None,
-        typer.Option(help="DLQ name (default: the queue's RedrivePolicy, else none)."),
-    ] = None,
-    retry_delay: Annotated[
-        int | None, typer.Option(min=0, max=86_400, help="Seconds (default: 0).")
-    ] = None,
-    max_concurrency: Annotated[
-        int | None, typer.Option(min=1, max=250, help="Batches at once (default: 1).")
-    ] = None,
-    visibility_timeout: Annotated[
-        int | None, typer.Option(min=1, max=43_200, help="Seconds (default: 30).")
-    ] = None,
-    use_async: Annotated[
-        bool, typer.Option("--async", help="AsyncConsumer, for an `async def` handler.")
-    ] = False,
-    once: Annotated[
-        bool, typer.Option("--once", help="Stop when the queue is idle, then exit 0.")
-    ] = False,
-    idle_seconds: Annotated[
-        float | None,
-        typer.Option(
-            min=0.1, help="With --once: how long 'idle' is (default: 2).", show_default=False
-        ),
-    ] = None,
-    max_message_age: Annotated[
-        float | None,
-        typer.Option(
-            min=1,
-            max=1_209_600,
-            metavar="SECONDS",
-            help="Dead-letter (reason expired) messages older than this, before the handler.",
-        ),
-    ] = None,
-    body_model: Annotated[
-        str | None,
-        typer.Option(
-            metavar="MODULE:NAME",
-            help="Validate each body with this pydantic model (or anything pydantic's "
-            "TypeAdapter takes); an invalid one is dead-lettered (reason invalid_body).",
-        ),
-    ] = None,
-    poll_seconds: Annotated[
-        int,
-        typer.Option(
-            min=1,
-            max=20,
-            help="Longest long poll. A stop waits for the current one: shorter stops sooner, "
-            "at the cost of more empty receives.",
-        ),
-    ] = 20,
-    health_file: Annotated[
-        str | None,
-        typer.Option(
-            metavar="PATH",
-            help="Touch PATH while alive (after each receive, and while every slot is busy): "
-            "for `sqsbatch health PATH --max-age SECONDS`.",
-        ),
-    ] = None,
-    stall_seconds: Annotated[
-        float | None,
-        typer.Option(
-            min=0.001,
-            max=86_400,
-            help="Exit non-zero after this long neither receiving nor busy "
-            "(default: 3 long polls + visibility timeout).",
-        ),
-    ] = None,
+    max_batch_size: MaxBatchSizeOption = None,
+    max_batch_timeout: MaxBatchTimeoutOption = None,
+    max_retries: MaxRetriesOption = None,
+    dead_letter_queue: DeadLetterQueueOption = None,
+    retry_delay: RetryDelayOption = None,
+    max_concurrency: MaxConcurrencyOption = None,
+    visibility_timeout: VisibilityTimeoutOption = None,
+    use_async: UseAsyncOption = False,
+    once: OnceOption = False,
+    idle_seconds: IdleSecondsOption = None,
+    max_message_age: MaxMessageAgeOption = None,
+    body_model: BodyModelOption = None,
+    poll_seconds: PollSecondsOption = 20,
+    health_file: HealthFileOption = None,
+    stall_seconds: StallSecondsOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the final stats as JSON.")] = False,
     log_format: LogFormatOption = LogFormat.AUTO,
     level: LogLevelOption = None,
