@@ -99,6 +99,10 @@ class Circuit:
         self._probe_out = True
         return Admission(True, at_most=self._probe_size, probe=True, change=change)
 
+    def open_for(self, now: float) -> float:
+        """Seconds until the open circuit's time is over (0 unless open)."""
+        return max(0.0, self._until - now) if self.state is CircuitState.OPEN else 0.0
+
     def probe_unused(self) -> None:
         """The probe's receive got no message: the next `admit` sends another."""
         self._probe_out = False

@@ -251,7 +251,8 @@ def _copy_for(
     envelope = carry(message)
     if action.kind is ActionKind.DEAD_LETTER:
         return True, copy_of(message, dead_envelope(message, action, queue, wall_now), fifo=fifo)
-    retried = replace(envelope, base_attempts=message.attempts)
+    spent = message.attempts if action.costs_attempt else message.attempts - 1  # held: none
+    retried = replace(envelope, base_attempts=max(0, spent))
     delay, hopped = hop_delay(
         action.delay_seconds, wall_now=wall_now, envelope=retried, limits=limits
     )

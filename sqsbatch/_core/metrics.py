@@ -50,6 +50,8 @@ CONSUMER_METRICS = {
     "receive_errors": "ReceiveErrors",
     "handler_errors": "HandlerErrors",
     "handler_timeouts": "HandlerTimeouts",
+    "circuit_open": "CircuitOpen",
+    "paused_seconds": "PausedSeconds",
 }
 """A consumer's counters (the names `consumer.stats` uses) and their metric names."""
 

@@ -20,12 +20,17 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sqsbatch._core.closing import SettleTimes
+from sqsbatch._core.circuit import Change
+from sqsbatch._core.closing import Closing, SettleTimes, close_batch
 from sqsbatch._core.context import QueueContext
+from sqsbatch._core.holding import Hold, Holding, close_held
 from sqsbatch._core.intake import ReceiveErrors, Screening
+from sqsbatch._core.ledger import Outcome
 from sqsbatch._core.liveness import Liveness, Pulse, all_busy, default_stall_seconds
 from sqsbatch._core.message import MessageBatch
 from sqsbatch._core.metrics import batch_sample
+from sqsbatch._core.pause_state import PauseCheck, next_check
+from sqsbatch._core.protection import expires_minutes_for
 from sqsbatch._core.queue_settings import check_dead_letter_queue
 from sqsbatch._core.receivers import Receivers
 from sqsbatch._core.receiving import is_idle
@@ -34,6 +39,7 @@ from sqsbatch._shell import tracing
 from sqsbatch._shell.emf_writer import EmfMetrics
 from sqsbatch._shell.health import HealthFile
 from sqsbatch._shell.lifecycle import ConsumerStats
+from sqsbatch._shell.task_protection import TaskProtection
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.errors import SqsBatchError
 from sqsbatch.limits import SqsLimits
@@ -64,6 +70,8 @@ class Running:
     started: float
     delivered_at: float
     closed: bool = False
+    probe: bool = False
+    """The circuit's half-open probe batch."""
 
 
 class Poller:
@@ -109,6 +117,12 @@ class Poller:
         self._handlers: dict[int, float] = {}  # a running handler's batch -> when it started
         self._metrics: EmfMetrics | None = None
         self._settle_times = SettleTimes()  # whether threads settle behind the next receive
+        self._holding = Holding(self.config, now=clock())  # pause, circuit, rate limit
+        self._pause_due = -1.0  # wall clock: when the pause tags are read again
+        self._protection = TaskProtection(
+            expires_minutes=expires_minutes_for(self.config.handler_timeout),
+            enabled=self.config.scale_in_protection,
+        )
 
     @property
     def stall_seconds(self) -> float:
@@ -171,6 +185,8 @@ class Poller:
     def _stopped_receiving(self, *, with_batch: bool) -> None:
         with self._lock:
             news = self._receivers.stopped_receiving(with_batch=with_batch)
+        if with_batch:
+            self._protect()
         if news:
             self._changed.set()
 
@@ -182,6 +198,7 @@ class Poller:
             stopping = self._stopping.is_set()
             again = self._receivers.settled(again=again, stopping=stopping, idle=idle)
             news = not again or self._receivers.startable > 0
+        self._protect()
         if news:
             self._changed.set()
         return again
@@ -217,6 +234,10 @@ class Poller:
             )
             pulse = self._liveness.look(now, busy=busy, stopping=self._stopping.is_set())
         self._pulse(pulse)
+        self._protect()
+        with self._lock:
+            paused = self._holding.paused_seconds(now)
+        self._count({"paused_seconds": paused})
         if self._metrics is not None:
             self._metrics.tick()
 
@@ -229,3 +250,58 @@ class Poller:
             self._fatal = self._stall = SqsBatchError(message)
             self._sqs.give_up()  # what is in flight gets one attempt, then the process exits
             self.stop()
+
+    # -- holding back: pause, circuit, rate limit; scale-in protection ---------------------------
+
+    def _admit(self, wanted: int) -> Hold:
+        """How many of `wanted` messages the next receive may ask for (0: hold back)."""
+        with self._lock:
+            hold = self._holding.admit(self._clock(), wanted)
+        self._circuit_changed(hold.change)
+        return hold
+
+    def _returned(self, hold: Hold, got: int) -> None:
+        if self._holding.bucket is not None or hold.probe:
+            with self._lock:
+                self._holding.returned(hold, got, self._clock())
+
+    def _circuit_changed(self, change: Change | None) -> None:
+        if change is None:
+            return
+        log.warning("%s: %s", self.queue, change.line())
+        if change.opened:
+            self._count({"circuit_open": 1})
+
+    def _paused(self, check: PauseCheck) -> None:
+        """What a pause check read: logged when it changed; the next check is due."""
+        if check.line is not None:
+            log.log(check.line[0], "%s: %s", self.queue, check.line[1])
+        with self._lock:
+            line = self._holding.read(check.state, self._clock(), self.queue)
+        if line is not None:
+            log.log(*line)
+        every = self.config.pause_check_seconds
+        self._pause_due = next_check(check.state, self._wall_clock(), every)
+
+    def _close_batch(
+        self, running: Running, outcome: Outcome, error: BaseException | None
+    ) -> Closing:
+        """The circuit hears how the batch ended; a batch that opened it (or raised
+        `Overloaded`) is held (`close_held`), any other is closed as usual."""
+        now, wall_now, context = self._clock(), self._wall_clock(), self._require_context()
+        with self._lock:
+            change, hold = self._holding.record(
+                now, outcome=outcome, error=error, probe=running.probe
+            )
+        self._circuit_changed(change)
+        batch = running.batch
+        if hold > 0:
+            return close_held(
+                batch, outcome, error, context, hold_seconds=hold, now=now, wall_now=wall_now
+            )
+        return close_batch(batch, outcome, error, context, now=now, wall_now=wall_now)
+
+    def _protect(self) -> None:
+        """ECS scale-in protection while any slot holds a batch (a no-op off ECS)."""
+        if self._protection.active:
+            self._protection.update(self._receivers.handling > 0)

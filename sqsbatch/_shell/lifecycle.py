@@ -90,3 +90,5 @@ class ConsumerStats(Counters):
     receive_errors: int = 0
     handler_errors: int = 0
     handler_timeouts: int = 0
+    circuit_open: int = 0
+    paused_seconds: int = 0

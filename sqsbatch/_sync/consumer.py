@@ -31,16 +31,18 @@ from collections.abc import Callable
 from typing import Any
 
 from sqsbatch._core.batching import BatchWindow
-from sqsbatch._core.closing import Closing, close_batch, handler_end, settles_behind
+from sqsbatch._core.closing import Closing, handler_end, settles_behind
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.flows import heartbeat, read_settings, settle
 from sqsbatch._core.handlers import check_handler
 from sqsbatch._core.heartbeat import Watch
+from sqsbatch._core.holding import Hold
 from sqsbatch._core.intake import Screening, receive
 from sqsbatch._core.liveness import Liveness
 from sqsbatch._core.message import MessageBatch, _Delivery
+from sqsbatch._core.pause_state import check_pause
 from sqsbatch._core.receivers import Receivers
-from sqsbatch._core.receiving import Assembly, connections_for, receive_visibility
+from sqsbatch._core.receiving import Assembly, connections_for, is_idle, receive_visibility
 from sqsbatch._core.screening import Screen
 from sqsbatch._shell import tracing
 from sqsbatch._shell.consumer_base import Poller, Running
@@ -158,6 +160,7 @@ class Consumer(Poller):
         with opened(self._sqs, connections_for(self.config), **timeouts):
             self._sqs.hook()  # the watchdog can turn botocore's retries off
             self._context = self._start()
+            self._check_pause()  # at start, before any receive
             try:
                 with Slots(self.config.max_concurrency, self._clock) as slots:
                     try:
@@ -168,6 +171,7 @@ class Consumer(Poller):
             finally:
                 self._stopping.unbind()
                 self._changed.unbind()
+                self._protection.close()
                 if self._metrics is not None:
                     self._metrics.flush()
         log.info("consumer of %s stopped: %s", self.queue, self.stats.as_dict())
@@ -185,6 +189,15 @@ class Consumer(Poller):
                 slots.start(self._serve, idle_seconds)
             self._changed.wait(WAKE_SECONDS)
             self._look()
+            self._check_pause()
+
+    def _check_pause(self) -> None:
+        """Read the pause tags when due (1 `ListQueueTags` every `pause_check_seconds`)."""
+        now = self._wall_clock()
+        if now < self._pause_due:
+            return
+        url = self._require_context().url
+        self._paused(self._sqs.run(check_pause(url, now, last=self._holding.pause)))
 
     def _serve(self, idle_seconds: float | None) -> None:
         """One slot: receive a batch of its own, then hand it to the handler and settle it; again,
@@ -195,8 +208,9 @@ class Consumer(Poller):
         try:
             while again:
                 deliveries: list[_Delivery] = []
+                probe = False
                 try:
-                    deliveries = self._assemble(idle_seconds)
+                    deliveries, probe = self._assemble(idle_seconds)
                 except Exception:  # a bug of ours: what was received reappears later
                     log.exception("receiving from %s failed", self.queue)
                 finally:
@@ -205,7 +219,7 @@ class Consumer(Poller):
                     return
                 again, taken = False, False
                 try:
-                    taken = not self._process(deliveries, idle_seconds, behind)
+                    taken = not self._process(deliveries, idle_seconds, behind, probe)
                     again = not taken
                 finally:
                     if not taken:  # else the watcher settled the batch and freed the slot
@@ -213,22 +227,43 @@ class Consumer(Poller):
         finally:
             behind.wait()
 
-    def _assemble(self, idle_seconds: float | None) -> list[_Delivery]:
-        """Receive until the batch is due (full or window closed), or until stop/idle."""
+    def _assemble(self, idle_seconds: float | None) -> tuple[list[_Delivery], bool]:
+        """Receive until the batch is due (full or window closed), or until stop/idle; asks
+        no more than holding back allows (pause, circuit, rate). (the batch, whether it is
+        the circuit's probe: then it is the probe receive's messages alone)."""
         window: BatchWindow[_Delivery] = BatchWindow(
             self.config.max_batch_size, self.config.max_batch_timeout, self._limits
         )
         assembly = Assembly(window, idle_seconds)
         now = self._clock()
         stopping = self._stopping.is_set
+        probe = False
         while ask := assembly.next_receive(now, now - self._last_activity, stopping=stopping()):
-            asked, wait_seconds = ask
-            received = self._receive(asked, wait_seconds, window.remaining(now))
+            hold = self._admit(ask[0])
+            if not hold.count:  # held back: deliver what is in hand, else wait and look again
+                if window.is_open or not self._held(hold, idle_seconds):
+                    break
+                now = self._clock()
+                continue
+            received = self._receive(hold.count, ask[1], window.remaining(now))
             now = self._clock()
-            assembly.surplus = self._received(len(received), asked)
-            if not assembly.add(received, asked=asked, now=now, stopping=stopping()):
+            self._returned(hold, len(received))
+            probe = hold.probe and bool(received)
+            assembly.surplus = self._received(len(received), hold.count)
+            if not assembly.add(received, asked=hold.count, now=now, stopping=stopping()):
                 break
-        return window.take()
+            if probe:
+                break
+        return window.take(), probe
+
+    def _held(self, hold: Hold, idle_seconds: float | None) -> bool:
+        """Held back (paused, circuit open, rate): alive meanwhile; False when the slot ends
+        (stopping, or idle)."""
+        self._alive()
+        if is_idle(idle_seconds, self._clock() - self._last_activity):
+            return False
+        self._stopping.wait(hold.wait)
+        return not self._stopping.is_set()
 
     def _receive(self, asked: int, wait_seconds: int, window_left: float) -> list[_Delivery]:
         context = self._require_context()
@@ -263,13 +298,15 @@ class Consumer(Poller):
     # -- one batch, in its own slot --------------------------------------------------------------
 
     def _process(
-        self, deliveries: list[_Delivery], idle_seconds: float | None, behind: Behind
+        self, deliveries: list[_Delivery], idle_seconds: float | None, behind: Behind, probe: bool
     ) -> bool:
         """Hand a batch to the handler, then settle it (`behind`); False when the slot did not
         settle it (threads: the watcher did, past `handler_timeout`, and freed the slot, while
         the handler runs on in this slot's thread, unwaited)."""
         batch = MessageBatch(self._require_context().name, deliveries)
-        running = Running(batch, tracing.start(batch), self._clock(), self._wall_clock())
+        running = Running(
+            batch, tracing.start(batch), self._clock(), self._wall_clock(), probe=probe
+        )
         with self._lock:
             self._handlers[id(batch)] = running.started
         try:
@@ -334,9 +371,7 @@ class Consumer(Poller):
             finally:
                 self._forget(running)
             trace.ended(end.outcome, end.error)
-            now, wall_now = self._clock(), self._wall_clock()
-            context = self._require_context()
-            return close_batch(batch, end.outcome, end.error, context, now=now, wall_now=wall_now)
+            return self._close_batch(running, end.outcome, end.error)
         except Exception:
             log.exception("settling a batch of %s failed", self.queue)
             return None
