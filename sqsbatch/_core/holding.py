@@ -99,7 +99,8 @@ class Holding:
             why = f" ({state.reason})" if state.reason else ""
             text = f"{queue} is paused until {state.until_text()}{why}: not receiving"
             return logging.WARNING, text
-        self.paused_seconds(now)
+        if self._paused_since is not None:  # counted, and taken at the next `paused_seconds`
+            self._paused_total += max(0.0, now - self._paused_since)
         self._paused_since = None
         return logging.WARNING, f"{queue} is resumed: receiving again"
 
