@@ -156,7 +156,7 @@ class ConsumerConfig(_Settings):
     metrics_interval: Seconds = Field(default=60.0, gt=0, le=3600)
     """The pollers write their metrics once per interval; under Lambda, once per batch."""
 
-    # Holding back (docs/pressure.md). Read and checked here; the pollers act on them once wired.
+    # Holding back (docs/pressure.md): the pollers act on them before each receive.
     pause_check_seconds: Seconds = Field(default=60.0, ge=1, le=3600)
     """How often a poller reads the queue's pause tags (one `ListQueueTags` each time)."""
     circuit_failures: Count | None = Field(default=None, ge=1, le=1000)
@@ -167,6 +167,9 @@ class ConsumerConfig(_Settings):
     """Per process: never more received than this, on average. None: no limit."""
     scale_in_protection: bool = True
     """On ECS (`ECS_AGENT_URI` set): protect the task from scale-in while it holds a batch."""
+    overloaded_fails_invocation: bool = False
+    """Lambda: a handler that raises `Overloaded` also fails the invocation (its acked messages
+    deleted first), so that the event source mapping backs off."""
 
     @property
     def max_receive_count(self) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -22,13 +23,14 @@ from typing import Any, Protocol, cast, overload
 from sqsbatch._async.flavour import AsyncBatchHandler
 from sqsbatch._core.closing import close_batch, handler_end
 from sqsbatch._core.context import QueueContext
-from sqsbatch._core.flows import acked_in_bulk, read_settings, settle_for_lambda
+from sqsbatch._core.flows import acked_in_bulk, read_settings, settle, settle_for_lambda
 from sqsbatch._core.handlers import check_handler, is_async_handler
+from sqsbatch._core.holding import overloaded_seconds
 from sqsbatch._core.intake import Screening, intake
 from sqsbatch._core.lambda_event import BatchResponse, ParsedEvent, handler_budget, parse_event
 from sqsbatch._core.lambda_records import Arrival, EventRecords, RecordDelivery, RecordMessage
-from sqsbatch._core.ledger import Outcome
-from sqsbatch._core.message import Message, MessageBatch, _Delivery
+from sqsbatch._core.ledger import Outcome, Verdict
+from sqsbatch._core.message import Message, MessageBatch, _Delivery, ledger_of
 from sqsbatch._core.metrics import batch_sample
 from sqsbatch._core.queue_settings import (
     check_dead_letter_queue,
@@ -42,7 +44,7 @@ from sqsbatch._shell.handler_tasks import run_async_handler, run_returned
 from sqsbatch._sync.door import SyncSqs, default_client
 from sqsbatch._sync.flavour import BatchHandler
 from sqsbatch.config import ConsumerConfig
-from sqsbatch.errors import AwaitableReturned
+from sqsbatch.errors import AwaitableReturned, Overloaded
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 
 __all__ = ["LambdaAdapter", "LambdaContext", "lambda_handler"]
@@ -106,17 +108,19 @@ class LambdaAdapter:
         queue = self._queue(sqs, parsed.queue_url)
         metrics = self._metrics_of(queue)
         batch = self._intake(sqs, parsed, queue, listed, metrics)
-        if batch.messages:
-            trace = tracing.start(batch)  # the batch's span, current until `end()`
-            try:
-                listed += self._process(
-                    sqs, batch, queue, _remaining(context), metrics=metrics, trace=trace
-                )
-            finally:
-                trace.end()
-        if metrics is not None:
-            metrics.add({"received": len(parsed.records) + len(parsed.set_aside)})
-            metrics.flush()
+        try:
+            if batch.messages:
+                trace = tracing.start(batch)  # the batch's span, current until `end()`
+                try:
+                    listed += self._process(
+                        sqs, batch, queue, _remaining(context), metrics=metrics, trace=trace
+                    )
+                finally:
+                    trace.end()
+        finally:  # also when the invocation fails (`overloaded_fails_invocation`)
+            if metrics is not None:
+                metrics.add({"received": len(parsed.records) + len(parsed.set_aside)})
+                metrics.flush()
         return _response(listed)
 
     def close(self) -> None:
@@ -184,11 +188,14 @@ class LambdaAdapter:
         started, delivered_at = self._clock(), self._wall_clock()
         outcome, error = self._supervise(batch, queue.config, budget, metrics)
         trace.ended(outcome, error)
+        fail = isinstance(error, Overloaded) and self._overloaded(batch, error, queue.config)
         now, wall_now = self._clock(), self._wall_clock()
         closing = close_batch(
-            batch, outcome, error, queue, now=now, wall_now=wall_now, acks_free=True
+            batch, outcome, error, queue, now=now, wall_now=wall_now, acks_free=not fail
         )
-        if closing.bulk_ack:  # every record acked: Lambda deletes them, nothing to call or report
+        if fail:  # Lambda deletes nothing of a failed invocation: its acks are deleted here
+            settled = sqs.run(trace.calls(settle(closing, batch, self._limits)))
+        elif closing.bulk_ack:  # every record acked: Lambda deletes them, nothing to call
             settled = acked_in_bulk(closing)
         else:
             settled = sqs.run(trace.calls(settle_for_lambda(closing, batch, self._limits)))
@@ -198,7 +205,18 @@ class LambdaAdapter:
             metrics.sample(batch_sample(batch.messages, handler_seconds=ran, wall_now=delivered_at))
         for level, text in settled.lines:
             log.log(level, "%s", text)
+        if fail:
+            raise cast(Overloaded, error)
         return [_identifier(batch.messages[index]) for index in settled.listed]
+
+    @staticmethod
+    def _overloaded(batch: MessageBatch, error: Overloaded, config: ConsumerConfig) -> bool:
+        """`Overloaded` under Lambda: the messages the handler left undecided are retried after
+        `retry_after` (a visibility change, reported in `batchItemFailures`); whether the
+        invocation fails too (`overloaded_fails_invocation`)."""
+        delay = math.ceil(overloaded_seconds(error))
+        ledger_of(batch).on_batch(Verdict.RETRY, delay)
+        return config.overloaded_fails_invocation
 
     # -- running the handler ---------------------------------------------------------------------
 

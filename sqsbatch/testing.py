@@ -30,6 +30,7 @@ from sqsbatch._core.context import QueueContext
 from sqsbatch._core.entries import Outbound, send_entry
 from sqsbatch._core.envelope import ContentType, Envelope, ErrorInfo, encode_body
 from sqsbatch._core.handlers import check_handler, is_async_handler
+from sqsbatch._core.holding import held, overloaded_seconds
 from sqsbatch._core.intake import Screening, intake
 from sqsbatch._core.ledger import ActionKind, actions_for
 from sqsbatch._core.message import MessageBatch, ledger_of
@@ -41,7 +42,7 @@ from sqsbatch._shell.handler_tasks import run_async_handler, run_in_thread, run_
 from sqsbatch._sync.door import SyncSqs
 from sqsbatch._sync.flavour import BatchHandler
 from sqsbatch.config import MAX_TTL_SECONDS, ConsumerConfig
-from sqsbatch.errors import MessageError, SqsBatchError
+from sqsbatch.errors import MessageError, Overloaded, SqsBatchError
 
 __all__ = ["HandlerResult", "MessageResult", "TestMessage", "run_handler", "run_handler_async"]
 
@@ -254,6 +255,8 @@ class _Run:
             wall_now=time.time(),
             fifo=is_fifo(self.queue),
         )
+        if isinstance(end.error, Overloaded) and not is_fifo(self.queue):  # as a poller holds it
+            actions = held(actions, decisions, overloaded_seconds(end.error))
         outcomes = list(self.screened)
         for message, decision, action in zip(self.batch.messages, decisions, actions, strict=True):
             fate = _FATES[action.kind]

@@ -19,21 +19,24 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqsbatch._core.circuit import Change, Circuit, CircuitState
 from sqsbatch._core.closing import Closing, close_batch, failure_of, plan_closing
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.flows import Line
-from sqsbatch._core.ledger import Action, ActionKind, Outcome, Verdict, actions_for
+from sqsbatch._core.ledger import Action, ActionKind, Decision, Outcome, Verdict, actions_for
 from sqsbatch._core.message import MessageBatch, ledger_of
 from sqsbatch._core.pause_state import PauseState
 from sqsbatch._core.rate import TokenBucket
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.errors import Overloaded
 
-__all__ = ["Hold", "Holding", "close_held"]
+__all__ = ["Hold", "Holding", "close_held", "held", "overloaded_seconds"]
 
+OPEN_SECONDS = 30.0
+"""How long the circuit opens when `Overloaded` gives no `retry_after` (`Circuit`'s default)."""
 HELD_WAKE_SECONDS = 1.0
 """A held receiver looks again at least this often (a resume, a stop, the health file)."""
 
@@ -55,7 +58,9 @@ class Holding:
 
     def __init__(self, config: ConsumerConfig, *, now: float) -> None:
         self.circuit = Circuit(
-            failures=config.circuit_failures, probe_size=config.circuit_probe_size
+            failures=config.circuit_failures,
+            probe_size=config.circuit_probe_size,
+            open_seconds=OPEN_SECONDS,
         )
         rate = config.max_messages_per_second
         self.bucket = TokenBucket(rate, now=now) if rate is not None else None
@@ -160,11 +165,23 @@ def close_held(
         wall_now=wall_now,
         limits=context.limits,
     )
+    return plan_closing(batch, held(actions, decisions, hold_seconds), context, wall_now=wall_now)
+
+
+def held(
+    actions: Sequence[Action], decisions: Sequence[Decision], hold_seconds: float
+) -> list[Action]:
+    """`actions` (one per message, in order), but each message the handler left undecided is
+    re-sent, due in `hold_seconds`, costing no attempt."""
     delay = math.ceil(hold_seconds)
-    held = [
+    return [
         Action(index, ActionKind.RESEND, delay, costs_attempt=False)
         if not decision.explicit and decision.verdict is Verdict.RETRY
         else actions[index]
         for index, decision in enumerate(decisions)
     ]
-    return plan_closing(batch, held, context, wall_now=wall_now)
+
+
+def overloaded_seconds(error: Overloaded) -> float:
+    """How long `Overloaded` holds back: its `retry_after`, else the circuit's open time."""
+    return OPEN_SECONDS if error.retry_after is None else error.retry_after

@@ -30,6 +30,7 @@ DEFAULTS = {
     "circuit_probe_size": 1,
     "max_messages_per_second": None,
     "scale_in_protection": True,
+    "overloaded_fails_invocation": False,
 }
 
 
