@@ -74,7 +74,8 @@ class AwaitableReturned(SqsBatchError, TypeError):
 class Overloaded(SqsBatchError):
     """Raised by a handler when what it calls is overloaded: it opens the circuit breaker
     (`sqsbatch._core.circuit`) for `retry_after` seconds (None: the breaker's own open time),
-    and receiving stops meanwhile. docs/pressure.md says which front ends act on it yet."""
+    and receiving stops meanwhile; under Lambda its batch is retried after `retry_after`
+    (docs/pressure.md says what each front end does)."""
 
     def __init__(self, retry_after: float | None = None, message: str = "") -> None:
         if retry_after is not None and (

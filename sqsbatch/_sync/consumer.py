@@ -12,14 +12,10 @@ is one of its flows, driven by the door. The loop starts receivers as `Receivers
 while the queue is quiet, up to `max_concurrency` while it has a backlog); each holds a slot: it
 assembles its own batch window, then supervises its handler (heartbeat, `handler_timeout`) and
 settles its batch in batch calls, then receives again in the same slot while a receiver is
-wanted. The loop hears from a slot only when it has something to do (a slot is free, or another
-receiver could start), and looks at its slots every `WAKE_SECONDS` anyway.
-
-Operating it: with `health_file` the poller touches that file after every completed receive and
-while every slot is busy with a handler inside its `handler_timeout`; when it has been neither
-for `stall_seconds`, the watchdog stops it and `run()` raises once what it could settle is
-settled (docs/operations.md). The decisions are the core's `Liveness`. With `metrics = "emf"`
-it writes CloudWatch metrics every `metrics_interval` (`sqsbatch._shell.emf_writer`).
+wanted. The loop hears from a slot only when it has something to do, looks at its slots every
+`WAKE_SECONDS` anyway, and reads the queue's pause tags when due. Before each receive a slot
+asks how many messages it may ask for (`_core.holding`: pause, circuit breaker, rate limit).
+Health, the stall watchdog (the core's `Liveness`) and metrics: docs/operations.md.
 """
 
 from __future__ import annotations
