@@ -141,3 +141,18 @@ def test_a_protected_poller_still_drains_on_sigterm(
     visible = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
     assert visible["ApproximateNumberOfMessages"] == "0"
     assert visible["ApproximateNumberOfMessagesNotVisible"] == "0"
+
+
+@pytest.mark.parametrize("kind", POLLERS)
+def test_a_hanging_agent_never_stalls_the_poller(
+    kind: str, agent: FakeAgent, sqs: Any, name: str
+) -> None:
+    """The agent never answers: every message is still handled and settled, and the run ends
+    (its last wait for the agent is bounded)."""
+    agent.hang = True
+    run_to_idle(kind, CONFIG, sqs, name)
+    assert agent.bodies() == [TAKE]  # one call at a time: the take, still out
+    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+    assert [attributes[n] for n in names] == ["0", "0"]
