@@ -13,6 +13,7 @@ import pytest
 from sqsbatch import ConsumerConfig, MessageBatch, Overloaded, create_queue, pause_queue
 from sqsbatch.limits import SqsLimits
 from sqsbatch.pausing import resume_queue
+from tests.support.emf import check_lines, metric
 from tests.support.pollers import POLLERS, Background, Receives
 from tests.support.waiting import wait_for
 
@@ -34,7 +35,13 @@ def send(sqs: Any, url: str, count: int) -> None:
 
 @pytest.mark.parametrize("kind", POLLERS)
 def test_a_paused_queue_is_not_received_from_past_its_visibility_timeout(
-    kind: str, sqs: Any, name: str, tmp_path: Any, caplog: pytest.LogCaptureFixture
+    kind: str,
+    sqs: Any,
+    name: str,
+    tmp_path: Any,
+    *,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Paused for longer than the visibility timeout (and the stall watchdog's limit): no
     receive, so no receive count grows and nothing reaches the DLQ; resumed, every message is
@@ -53,6 +60,7 @@ def test_a_paused_queue_is_not_received_from_past_its_visibility_timeout(
         pause_check_seconds=1,
         max_batch_timeout=0.2,
         stall_seconds=2,
+        metrics="emf",
     )
     health = tmp_path / "health"
 
@@ -79,6 +87,8 @@ def test_a_paused_queue_is_not_received_from_past_its_visibility_timeout(
     run.stop()
     assert run.error is None
     assert attempts == [1, 1, 1]  # ApproximateReceiveCount was 0 when resumed
+    paused = sum(metric(check_lines(capsys.readouterr().out), "PausedSeconds", QueueName=name))
+    assert paused == poller.stats.paused_seconds >= 2
     assert counts(sqs, url) == (0, 0) and counts(sqs, dlq_url) == (0, 0)
     lines = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert f"{name} is paused until indefinitely (db down): not receiving" in lines
@@ -87,7 +97,11 @@ def test_a_paused_queue_is_not_received_from_past_its_visibility_timeout(
 
 @pytest.mark.parametrize("kind", POLLERS)
 def test_overloaded_holds_the_batch_without_spending_an_attempt(
-    kind: str, sqs: Any, name: str, caplog: pytest.LogCaptureFixture
+    kind: str,
+    sqs: Any,
+    name: str,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """With max_retries=0 a spent attempt would dead-letter: the batch that raised
     `Overloaded` comes back after the open time, re-sent (no visibility change), through one
@@ -98,7 +112,9 @@ def test_overloaded_holds_the_batch_without_spending_an_attempt(
     dlq_url = sqs.get_queue_url(QueueName=dlq)["QueueUrl"]
     send(sqs, url, 3)
     batches: list[list[tuple[str, int]]] = []
-    config = ConsumerConfig(dead_letter_queue=dlq, max_retries=0, max_batch_timeout=0.5)
+    config = ConsumerConfig(
+        dead_letter_queue=dlq, max_retries=0, max_batch_timeout=0.5, metrics="emf"
+    )
 
     def script(batch: MessageBatch) -> None:
         batches.append([(message.body, message.attempts) for message in batch.messages])
@@ -117,6 +133,8 @@ def test_overloaded_holds_the_batch_without_spending_an_attempt(
     assert requests["send_message_batch"] == 1  # the 3 re-sent in one call
     stats = run.poller.stats
     assert (stats.circuit_open, stats.acked, stats.dead_lettered) == (1, 3, 0)
+    documents = check_lines(capsys.readouterr().out)
+    assert sum(metric(documents, "CircuitOpen", QueueName=name)) == 1
     assert counts(sqs, url) == (0, 0) and counts(sqs, dlq_url) == (0, 0)
     lines = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert f"{name}: circuit open for 2 s (a handler raised Overloaded)" in lines
