@@ -120,9 +120,9 @@ class Holding:
 
     def record(
         self, now: float, *, outcome: Outcome, error: BaseException | None, probe: bool
-    ) -> tuple[Change | None, float]:
+    ) -> tuple[Change | None, float | None]:
         """How a batch ended: the circuit's change, and how long to hold the batch's undecided
-        messages (0: not held, settled as usual)."""
+        messages (None: not held, settled as usual; 0: re-sent at once, costing no attempt)."""
         overloaded = isinstance(error, Overloaded)
         retry_after = error.retry_after if isinstance(error, Overloaded) else None
         failed = outcome is not Outcome.RETURNED
@@ -131,7 +131,7 @@ class Holding:
         )
         opened = change is not None and change.opened
         if not (overloaded or opened) or self.circuit.state is not CircuitState.OPEN:
-            return change, 0.0
+            return change, None
         return change, self.circuit.open_for(now)
 
 

@@ -295,7 +295,7 @@ class Poller:
             )
         self._circuit_changed(change)
         batch = running.batch
-        if hold > 0:
+        if hold is not None:
             return close_held(
                 batch, outcome, error, context, hold_seconds=hold, now=now, wall_now=wall_now
             )

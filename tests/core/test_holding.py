@@ -52,20 +52,20 @@ def test_overloaded_opens_the_circuit_then_one_probe_closes_it() -> None:
     assert probe.probe
     change, hold = holding.record(28.0, outcome=Outcome.RETURNED, error=None, probe=True)
     assert change is not None and change.line() == "circuit closed (the probe batch succeeded)"
-    assert hold == 0.0 and holding.admit(28.0, 10) == Hold(10)
+    assert hold is None and holding.admit(28.0, 10) == Hold(10)
 
 
 def test_failed_batches_in_a_row_open_it_and_hold_the_batch_that_opened_it() -> None:
     holding = Holding(ConsumerConfig(circuit_failures=2), now=0.0)
     error = RuntimeError("db down")
-    assert holding.record(1.0, outcome=Outcome.RAISED, error=error, probe=False) == (None, 0.0)
+    assert holding.record(1.0, outcome=Outcome.RAISED, error=error, probe=False) == (None, None)
     change, hold = holding.record(2.0, outcome=Outcome.TIMED_OUT, error=None, probe=False)
     assert (
         change is not None and change.line() == "circuit open for 30 s (2 failed batches in a row)"
     )
     assert hold == 30.0
     # a batch received before it opened fails as usual (held only if Overloaded)
-    assert holding.record(3.0, outcome=Outcome.RAISED, error=error, probe=False) == (None, 0.0)
+    assert holding.record(3.0, outcome=Outcome.RAISED, error=error, probe=False) == (None, None)
 
 
 def test_failures_without_circuit_failures_never_hold() -> None:
@@ -73,7 +73,7 @@ def test_failures_without_circuit_failures_never_hold() -> None:
     for at in range(50):
         assert holding.record(at, outcome=Outcome.RAISED, error=ValueError(), probe=False) == (
             None,
-            0.0,
+            None,
         )
 
 
@@ -139,3 +139,11 @@ def test_a_fifo_batch_is_closed_as_usual() -> None:
         batch, Outcome.RAISED, Overloaded(), context, hold_seconds=30, now=1.0, wall_now=2.0
     )
     assert closing.kinds == [ActionKind.HIDE]
+
+
+def test_overloaded_with_no_wait_is_held_all_the_same() -> None:
+    """`Overloaded(retry_after=0)`: re-sent at once, still costing no attempt."""
+    holding = Holding(ConsumerConfig(), now=0.0)
+    error = Overloaded(retry_after=0)
+    change, hold = holding.record(1.0, outcome=Outcome.RAISED, error=error, probe=False)
+    assert change is not None and change.opened and hold == 0.0
