@@ -168,3 +168,32 @@ def test_max_messages_per_second_caps_every_window_of_receives(
             got += count
             assert got <= 4 + 4 * (last - first) + 0.5, (calls, i)
     assert sum(count for _, _, count in calls) == 14  # never more received than handled
+
+
+@pytest.mark.parametrize("kind", POLLERS)
+def test_the_failed_batch_that_opens_the_circuit_is_held_too(
+    kind: str, sqs: Any, name: str
+) -> None:
+    """`circuit_failures = 1`: the failing batch opens the circuit (30 s) and is re-sent, due
+    then, instead of retried: on its last delivery (max_retries=0), nothing is dead-lettered."""
+    dlq = f"{name}-dlq"
+    url = create_queue(name, dead_letter_queue=dlq, max_retries=0, client=sqs)
+    dlq_url = sqs.get_queue_url(QueueName=dlq)["QueueUrl"]
+    send(sqs, url, 3)
+    config = ConsumerConfig(
+        dead_letter_queue=dlq, max_retries=0, max_batch_timeout=0.5, circuit_failures=1
+    )
+
+    def script(batch: MessageBatch) -> None:
+        raise RuntimeError("the database is down")
+
+    run = Background(kind, name, script, config, sqs, limits=SHORT_POLLS).start()
+    poller = run.poller
+    wait_for(lambda: poller.stats.retried == 3, "the failed batch re-sent")
+    run.stop()
+    assert poller.stats.circuit_open == 1 and poller.stats.dead_lettered == 0
+    assert "change_message_visibility_batch" not in poller.requests_by_operation
+    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesDelayed"]
+    held = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+    assert [held[n] for n in names] == ["0", "3"]  # due when the circuit's 30 s are over
+    assert counts(sqs, dlq_url) == (0, 0)
