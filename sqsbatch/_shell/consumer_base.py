@@ -122,6 +122,7 @@ class Poller:
         self._protection = TaskProtection(
             expires_minutes=expires_minutes_for(self.config.handler_timeout),
             enabled=self.config.scale_in_protection,
+            clock=clock,  # the poller's: its renewal is due on the poller's time
         )
 
     @property

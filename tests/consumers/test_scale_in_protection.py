@@ -9,6 +9,7 @@ import asyncio
 import os
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -156,3 +157,51 @@ def test_a_hanging_agent_never_stalls_the_poller(
     url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
     attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
     assert [attributes[n] for n in names] == ["0", "0"]
+
+
+class Ahead:
+    """The monotonic clock, `ahead` seconds ahead (a poller's injected clock)."""
+
+    def __init__(self) -> None:
+        self.ahead = 0.0
+
+    def __call__(self) -> float:
+        return time.monotonic() + self.ahead
+
+
+@pytest.mark.parametrize("kind", POLLERS)
+def test_a_long_handler_has_its_protection_renewed(
+    kind: str, agent: FakeAgent, sqs: Any, name: str
+) -> None:
+    """handler_timeout 600 s: 11 minutes of protection, renewed once 5.5 minutes have passed on
+    the poller's clock while the batch is still held."""
+    url = create_queue(name, client=sqs)
+    send(sqs, url, 1)
+    clock = Ahead()
+    release = threading.Event()
+    config = ConsumerConfig(handler_timeout=600, max_batch_timeout=0.2)
+    take = {"ProtectionEnabled": True, "ExpiresInMinutes": 11}
+
+    def script(batch: MessageBatch) -> None:
+        assert release.wait(60)
+
+    async def handler(batch: MessageBatch) -> None:  # the event loop runs on meanwhile
+        while not release.is_set():
+            await asyncio.sleep(0.01)
+
+    run = Background(
+        kind,
+        name,
+        script if kind == "sync" else handler,
+        config,
+        sqs,
+        limits=SHORT_POLLS,
+        clock=clock,
+    ).start()
+    wait_for(lambda: agent.bodies() == [take], "protection taken")
+    clock.ahead = 331.0  # past half of 11 minutes
+    wait_for(lambda: agent.bodies() == [take, take], "protection renewed while busy")
+    release.set()
+    wait_for(lambda: agent.bodies() == [take, take, DROP], "protection dropped once idle")
+    run.stop()
+    assert run.error is None

@@ -4,6 +4,7 @@ idle: for tests that watch it while it runs (pause, circuit, rate, scale-in prot
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 import time
 from collections.abc import Callable
@@ -15,7 +16,9 @@ from tests.support.front_ends import aio_client, as_async
 POLLERS = ["sync", "async"]
 """The front ends that poll (the Lambda adapter is handed its batches)."""
 
-Script = Callable[[MessageBatch], None]
+Script = Callable[[MessageBatch], Any]
+"""A handler: for the async poller, a plain function is wrapped in a coroutine (it blocks the
+event loop while it runs), an `async def` is taken as it is."""
 
 
 class Receives:
@@ -128,7 +131,8 @@ class Background:
         queue, script, config, client, idle, options = self._args
         async with aio_client(client) as opened:
             aio = opened if self.receives is None else self.receives.aio(opened)
-            consumer = AsyncConsumer(queue, as_async(script), config, client=aio, **options)
+            handler = script if inspect.iscoroutinefunction(script) else as_async(script)
+            consumer = AsyncConsumer(queue, handler, config, client=aio, **options)
             self.consumer = consumer
             self._made.set()
             await (consumer.run() if idle is None else consumer.run_until_idle(idle))
