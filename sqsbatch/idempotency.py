@@ -28,6 +28,7 @@ from typing import Protocol, runtime_checkable
 
 from sqsbatch._core.idempotency import CLAIMED, COMPLETED, Claims, Record
 from sqsbatch._dynamodb_store import DynamoDBStore
+from sqsbatch.config import ConsumerConfig
 from sqsbatch.errors import StoreUnavailable
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "Store",
     "StoreUnavailable",
     "new_owner",
+    "store_from_config",
 ]
 
 Clock = Callable[[], float]
@@ -48,6 +50,14 @@ def new_owner() -> str:
     """A fresh claim token: one per claimed batch, so that a release or an extension touches
     only the claims that batch made."""
     return uuid.uuid4().hex
+
+
+def store_from_config(config: ConsumerConfig, *, client: object = None) -> Store | None:
+    """The store the settings name: `idempotency_table` (`SQSBATCH_IDEMPOTENCY_TABLE`) makes a
+    `DynamoDBStore`; None when it is unset."""
+    if config.idempotency_table is None:
+        return None
+    return DynamoDBStore(config.idempotency_table, client=client)
 
 
 @runtime_checkable

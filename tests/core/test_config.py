@@ -25,6 +25,9 @@ DEFAULTS = {
     "metrics": "off",  # "emf": CloudWatch Embedded Metric Format lines on stdout
     "metrics_namespace": "sqsbatch",
     "metrics_interval": 60.0,
+    "idempotency_table": None,  # no guard (docs/idempotency.md)
+    "idempotency_ttl": None,  # the queue's retention plus its DLQ's, at most 28 days
+    "claim_seconds": None,  # as long as sqsbatch holds the message
 }
 
 
@@ -80,7 +83,8 @@ def test_wrong_types_are_refused_naming_the_setting(values: dict[str, Any], name
 
 def test_unknown_key_is_refused_with_the_known_ones() -> None:
     with pytest.raises(
-        ConfigError, match=r"unknown setting 'max_batch' \(did .*\) \(known: dead_letter_queue"
+        ConfigError,
+        match=r"unknown setting 'max_batch' \(did .*\) \(known: claim_seconds, dead_letter_queue",
     ):
         ConsumerConfig(max_batch=3)  # type: ignore[call-arg]
 
