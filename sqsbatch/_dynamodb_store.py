@@ -346,7 +346,13 @@ def _describe(table: str, exc: BaseException, code: str | None) -> str:
     if code is not None:
         message = getattr(exc, "response", {}).get("Error", {}).get("Message", "")
         return f"idempotency store {table}: DynamoDB refused the call: {code}: {message}"
-    return f"idempotency store {table}: cannot reach DynamoDB: {exc}"
+    if _is_botocore(exc):
+        return f"idempotency store {table}: cannot reach DynamoDB: {exc}"
+    return f"idempotency store {table}: the call failed: {type(exc).__name__}: {exc}"
+
+
+def _is_botocore(exc: BaseException) -> bool:
+    return type(exc).__module__.startswith("botocore")
 
 
 def _default_client() -> Any:
