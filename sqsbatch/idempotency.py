@@ -66,7 +66,8 @@ class Store(Protocol):
 
     def claim(self, keys: Sequence[str], *, owner: str, expires: float) -> Claims:
         """Claim each key until `expires` where no unexpired record exists (a lapsed claim is
-        taken over; a completed record never): the keys won, and what blocks each other one."""
+        taken over; a completed record never): the keys won, and what blocks each other one.
+        A key `owner` claimed already is won as it is (a retried claim)."""
         ...
 
     def extend(self, keys: Sequence[str], *, owner: str, expires: float) -> frozenset[str]:
@@ -114,6 +115,8 @@ class MemoryStore:
                 record = self._records.get(key)
                 if _claimable(record, now):
                     self._records[key] = Record(key, CLAIMED, expires, owner)
+                    won.add(key)
+                elif _ours(record, owner):
                     won.add(key)
                 else:
                     blocked[key] = record
@@ -212,6 +215,8 @@ class SqliteStore:
                 record = self._get(db, key)
                 if _claimable(record, now):
                     self._put(db, Record(key, CLAIMED, expires, owner))
+                    won.add(key)
+                elif _ours(record, owner):
                     won.add(key)
                 else:
                     blocked[key] = record
