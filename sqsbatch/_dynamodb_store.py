@@ -192,17 +192,22 @@ class DynamoDBStore:
         done: set[str] = set()
         failed: dict[str, Record | None] = {}
         pending = ops
-        for _ in range(_ROUNDS):
+        contended = False
+        for round_ in range(_ROUNDS):
             if not pending or not self._transactions:
                 break
+            if contended:  # cancelled by a conflict or throttling, not a condition: back off
+                self._sleep(0.05 * 2**round_)
             left: list[_Op] = []
+            contended = False
             size = MAX_TRANSACTION_ITEMS - len(riders)
             for start in range(0, len(pending), size):
                 outcome = self._transact(pending[start : start + size], riders)
                 if outcome is None:  # no transactions here: every key on its own
                     left.extend(pending[start:])
                     break
-                written, chunk_failed, chunk_left = outcome
+                written, chunk_failed, chunk_left, chunk_contended = outcome
+                contended |= chunk_contended
                 if written:
                     riders = []
                     done.update(op.key for op in pending[start : start + size])
@@ -219,9 +224,10 @@ class DynamoDBStore:
 
     def _transact(
         self, chunk: list[_Op], riders: list[_Op]
-    ) -> tuple[bool, dict[str, Record | None], list[_Op]] | None:
-        """One transaction: (written, the keys whose condition failed, the keys to try again),
-        or None where DynamoDB has no transactions. A cancelled transaction wrote nothing."""
+    ) -> tuple[bool, dict[str, Record | None], list[_Op], bool] | None:
+        """One transaction: (written, the keys whose condition failed, the keys to try again,
+        whether it met contention: a conflict, throttling), or None where DynamoDB has no
+        transactions. A cancelled transaction wrote nothing."""
         items = [{op.kind: op.body} for op in chunk + riders]
         try:
             with self._calls(passing=_NO_TRANSACTIONS | {"TransactionCanceledException"}):
@@ -234,13 +240,15 @@ class DynamoDBStore:
             reasons += [{}] * (len(chunk) - len(reasons))
             failed: dict[str, Record | None] = {}
             left: list[_Op] = []
+            codes = {reason.get("Code") for reason in reasons}
+            contended = bool(codes - {"None", "ConditionalCheckFailed"})
             for op, reason in zip(chunk, reasons, strict=False):
                 if reason.get("Code") == "ConditionalCheckFailed":
                     failed[op.key] = _record(reason["Item"]) if reason.get("Item") else None
                 else:  # not this key's fault (another key's condition, a conflict): again
                     left.append(op)
-            return False, failed, left
-        return True, {}, []
+            return False, failed, left, contended
+        return True, {}, [], False
 
     def _one(self, op: _Op, failed: dict[str, Record | None]) -> bool:
         """One key's conditional write; False (and its blocker in `failed`) when refused."""
