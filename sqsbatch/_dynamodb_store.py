@@ -17,7 +17,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,14 +80,16 @@ class DynamoDBStore:
         todo = [self._claim_op(key, owner, expires, now) for key in dict.fromkeys(keys)]
         todo = [op for op in todo if op.key not in blocked]
         extra = list(carried.values())
+        done: set[str] = set()
         try:
             if len(todo) + len(extra) > MAX_TRANSACTION_ITEMS:
                 self._batch_write(extra)
                 extra = []
-            done, failed = self._apply(todo, extra)
+            failed = self._apply(todo, extra, done)
         except StoreUnavailable:
             with self._lock:
                 self._carried = {**carried, **self._carried}
+            self._let_go(done, owner)
             raise
         blocked.update(failed)
         unknown = [key for key, record in blocked.items() if record is None]
@@ -104,7 +106,8 @@ class DynamoDBStore:
             _Op(key, "Update", _set_expiry(self._ours(key, owner), expires))
             for key in dict.fromkeys(keys)
         ]
-        done, _ = self._apply(ops, [])
+        done: set[str] = set()
+        self._apply(ops, [], done)
         return frozenset(done)
 
     def complete(
@@ -119,7 +122,8 @@ class DynamoDBStore:
         self._batch_write(ops)
 
     def release(self, keys: Sequence[str], *, owner: str) -> None:
-        self._apply([_Op(key, "Delete", self._ours(key, owner)) for key in dict.fromkeys(keys)], [])
+        ops = [_Op(key, "Delete", self._ours(key, owner)) for key in dict.fromkeys(keys)]
+        self._apply(ops, [], set())
 
     def read(self, keys: Sequence[str]) -> dict[str, Record]:
         found: dict[str, Record] = {}
@@ -184,12 +188,16 @@ class DynamoDBStore:
             "ExpressionAttributeValues": {":owner": {"S": owner}, ":claimed": {"S": CLAIMED}},
         }
 
-    def _apply(
-        self, ops: list[_Op], riders: list[_Op]
-    ) -> tuple[set[str], dict[str, Record | None]]:
+    def _let_go(self, keys: set[str], owner: str) -> None:
+        """Release, if the store lets us, what a claim that failed half-way won: else those
+        keys stay held until their claims lapse (held, never run twice)."""
+        with suppress(StoreUnavailable):
+            self.release(sorted(keys), owner=owner)
+
+    def _apply(self, ops: list[_Op], riders: list[_Op], done: set[str]) -> dict[str, Record | None]:
         """Conditional `ops` (with unconditional `riders` in the first transaction): the keys
-        whose write succeeded, and those whose condition failed with the record that blocked."""
-        done: set[str] = set()
+        whose write succeeded go in `done` (as they do: a failure half-way leaves the ones
+        written there); returns those whose condition failed, with the record that blocked."""
         failed: dict[str, Record | None] = {}
         pending = ops
         contended = False
@@ -220,7 +228,7 @@ class DynamoDBStore:
         for op in pending:
             if self._one(op, failed):
                 done.add(op.key)
-        return done, failed
+        return failed
 
     def _transact(
         self, chunk: list[_Op], riders: list[_Op]

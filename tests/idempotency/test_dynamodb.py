@@ -189,3 +189,14 @@ def test_a_missing_table_is_named(client: Any, clock: FakeClock) -> None:
 def test_an_unusable_sqlite_path_raises_one_clear_error(tmp_path: Path) -> None:
     with pytest.raises(StoreUnavailable, match=r"idempotency store .*: unable to open"):
         SqliteStore(tmp_path / "no" / "such" / "dir.db")
+
+
+def test_a_claim_that_fails_half_way_lets_go_of_what_it_won(
+    client: Any, table: str, clock: FakeClock
+) -> None:
+    store, owner = store_on(table, client, clock), new_owner()
+    keys = [f"k{n}" for n in range(100)]
+    # 100 claims fit one transaction (or go one by one); the 101st, an empty key, is refused
+    with pytest.raises(StoreUnavailable, match="ValidationException"):
+        store.claim([*keys, ""], owner=owner, expires=clock.now + 30)
+    assert store.read(keys) == {}  # released: the retried batch finds them free
