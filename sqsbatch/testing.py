@@ -25,10 +25,11 @@ from typing import Any, Literal, cast
 
 from sqsbatch._async.flavour import AsyncBatchHandler
 from sqsbatch._core.attributes import UserAttribute, encode_attributes
+from sqsbatch._core.bodies import encode_body
 from sqsbatch._core.closing import failure_of, handler_end
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.entries import Outbound, send_entry
-from sqsbatch._core.envelope import ContentType, Envelope, ErrorInfo, encode_body
+from sqsbatch._core.envelope import ContentType, Envelope, ErrorInfo
 from sqsbatch._core.handlers import check_handler, is_async_handler
 from sqsbatch._core.intake import Screening, intake
 from sqsbatch._core.ledger import ActionKind, actions_for

@@ -15,9 +15,10 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, TypeVar
 
 from sqsbatch._core.attributes import SendAttribute, encode_attributes
+from sqsbatch._core.bodies import encode_body
 from sqsbatch._core.calls import BatchRun, Entry
 from sqsbatch._core.entries import Outbound, hop_delay, send_entry
-from sqsbatch._core.envelope import ContentType, Envelope, encode_body
+from sqsbatch._core.envelope import ContentType, Envelope
 from sqsbatch._core.message import check_delay
 from sqsbatch._core.shapes import is_fifo, queue_name
 from sqsbatch.config import MAX_TTL_SECONDS
