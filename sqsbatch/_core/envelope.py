@@ -158,6 +158,9 @@ class Envelope:
     """How many times sqsbatch dead-lettered it in all (the history keeps the last 10)."""
     dead_count_at_redrive: int | None = None
     """`dead_count` when it was last redriven (None: never redriven, or by an older sqsbatch)."""
+    idempotency_key: str | None = None
+    """The producer's key for "the same piece of work" (`send(..., idempotency_key=)`); None:
+    `message.id` is the key."""
     traceparent: str | None = None
     tracestate: str | None = None
     """The W3C trace context of the producer's span (`sqsbatch._shell.tracing`); kept by
@@ -177,6 +180,7 @@ class Envelope:
             "exp": self.expires_at,
             "dc": self.dead_count or None,
             "dcr": self.dead_count_at_redrive,
+            "ik": self.idempotency_key,
             "tp": self.traceparent,
             "tst": self.tracestate,
         }
@@ -220,6 +224,7 @@ class Envelope:
             expires_at=_epoch(data.get("exp")),
             dead_count=int(data.get("dc", len(deaths))),
             dead_count_at_redrive=_optional(int, data.get("dcr")),
+            idempotency_key=_text(data.get("ik")),
             traceparent=_text(data.get("tp")),
             tracestate=_text(data.get("tst")),
         )

@@ -276,6 +276,14 @@ def send(
         str | None,
         typer.Option(help="MessageDeduplicationId (FIFO queues without content-based dedup)."),
     ] = None,
+    idempotency_key: Annotated[
+        str | None,
+        typer.Option(
+            metavar="KEY",
+            help="What makes two sends one piece of work for a consumer's idempotency guard "
+            "(message.idempotency_key; default: the message id).",
+        ),
+    ] = None,
 ) -> None:
     """Send one message, or one per line of a file with --lines; prints the message ids.
 
@@ -295,6 +303,7 @@ def send(
         "attributes": _attributes(attribute or []),
         "group_id": group_id,
         "deduplication_id": deduplication_id,
+        "idempotency_key": idempotency_key,
     }
     producer = Producer(queue, client=sqs_for(ctx).client)
     if lines:
@@ -323,6 +332,11 @@ def _send_lines(
         raise typer.BadParameter(
             "--deduplication-id would make every line a duplicate of the first: with --lines, "
             "use a queue with content-based deduplication"
+        )
+    if options["idempotency_key"] is not None:
+        raise typer.BadParameter(
+            "--idempotency-key would make every line the same piece of work as the first: with "
+            "--lines, each message is its own (its id is its key)"
         )
     found = read_lines(file, text=text)
 
