@@ -146,6 +146,12 @@ class Message:
         return self._delivery.id
 
     @property
+    def group_id(self) -> str | None:
+        """Its `MessageGroupId`: on a FIFO queue the group whose order it keeps; on a standard
+        (fair) queue its tenant. None when the producer gave none."""
+        return self._delivery.group_id
+
+    @property
     def idempotency_key(self) -> str:
         """What makes two messages one piece of work: the key the producer gave
         (`send(..., idempotency_key=)`), else `id`. Kept through DLQ copies, delay hops and
