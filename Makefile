@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-# checkov, for tests/infra/test_scanners.py: it pins boto3==1.35.49, which aioboto3's pins
+# checkov, for tests/cdk/test_scanners.py: it pins boto3==1.35.49, which aioboto3's pins
 # (boto3 1.40.46..1.40.61) exclude, so it gets a venv of its own (pins: constraints-scan.txt).
 SCAN_VENV  := .venv-scan
 SCAN_STAMP := $(SCAN_VENV)/.installed

@@ -28,8 +28,8 @@ from typing import Any
 
 import boto3
 
+from sqsbatch.dev.server import LOCAL_CREDENTIALS, LocalSqs
 from sqsbatch.idempotency import DynamoDBStore, new_owner
-from sqsbatch.local import LOCAL_CREDENTIALS, LocalSqs
 
 
 class Meter:

@@ -169,6 +169,17 @@ class ConsumerConfig(_Settings):
     28 days (`sqsbatch._core.idempotency.default_ttl`)."""
     claim_seconds: Seconds | None = Field(default=None, gt=0, le=43_200)
     """How long a claim lasts. None: as long as sqsbatch holds the message."""
+    # Holding back (docs/pressure.md). Read and checked here; the pollers act on them once wired.
+    pause_check_seconds: Seconds = Field(default=60.0, ge=1, le=3600)
+    """How often a poller reads the queue's pause tags (one `ListQueueTags` each time)."""
+    circuit_failures: Count | None = Field(default=None, ge=1, le=1000)
+    """Failed batches in a row that open the circuit. None: only `Overloaded` opens it."""
+    circuit_probe_size: Count = Field(default=1, ge=1, le=100)
+    """Messages in the one batch that probes a half-open circuit."""
+    max_messages_per_second: Number | None = Field(default=None, gt=0, le=100_000)
+    """Per process: never more received than this, on average. None: no limit."""
+    scale_in_protection: bool = True
+    """On ECS (`ECS_AGENT_URI` set): protect the task from scale-in while it holds a batch."""
 
     @property
     def max_receive_count(self) -> int:

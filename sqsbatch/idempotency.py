@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from sqsbatch._core.idempotency import CLAIMED, COMPLETED, Claims, Record
-from sqsbatch._dynamodb_store import DynamoDBStore
+from sqsbatch._shell.dynamodb_store import DynamoDBStore
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.errors import StoreUnavailable
 

@@ -7,7 +7,7 @@ for Lambda (`_core.flows.settle_for_lambda`), and only what Lambda cannot do is 
 visibility changes for retries with a delay, dead-letter copies and re-sent long delays, all
 before returning. Lambda deletes every record left out of `batchItemFailures`
 (`lambda_report.report` decides which), so acks cost no call. With `metrics = "emf"`, each
-invocation writes its batch's CloudWatch metrics before returning (`sqsbatch.metrics`).
+invocation writes its batch's CloudWatch metrics before returning (`sqsbatch._shell.emf_writer`).
 """
 
 from __future__ import annotations
@@ -19,31 +19,31 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, cast, overload
 
-from sqsbatch import tracing
 from sqsbatch._async.flavour import AsyncBatchHandler
 from sqsbatch._core.closing import close_batch, handler_end
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.flows import acked_in_bulk, read_settings, settle_for_lambda
 from sqsbatch._core.handlers import check_handler, is_async_handler
 from sqsbatch._core.intake import Screening, intake
+from sqsbatch._core.lambda_event import BatchResponse, ParsedEvent, handler_budget, parse_event
+from sqsbatch._core.lambda_records import Arrival, EventRecords, RecordDelivery, RecordMessage
 from sqsbatch._core.ledger import Outcome
+from sqsbatch._core.message import Message, MessageBatch, _Delivery
 from sqsbatch._core.metrics import batch_sample
 from sqsbatch._core.queue_settings import (
     check_dead_letter_queue,
 )
 from sqsbatch._core.screening import BodyModel, Screen
 from sqsbatch._core.shapes import is_url, queue_name
+from sqsbatch._shell import tracing
+from sqsbatch._shell.emf_writer import EmfMetrics, consumer_metrics
+from sqsbatch._shell.handler_alarm import run_sync_handler
+from sqsbatch._shell.handler_tasks import run_async_handler, run_returned
 from sqsbatch._sync.door import SyncSqs, default_client
 from sqsbatch._sync.flavour import BatchHandler
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.errors import AwaitableReturned
-from sqsbatch.handler_alarm import run_sync_handler
-from sqsbatch.handler_tasks import run_async_handler, run_returned
-from sqsbatch.lambda_event import BatchResponse, ParsedEvent, handler_budget, parse_event
-from sqsbatch.lambda_records import Arrival, EventRecords, RecordDelivery, RecordMessage
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
-from sqsbatch.message import Message, MessageBatch, _Delivery
-from sqsbatch.metrics import EmfMetrics, consumer_metrics
 
 __all__ = ["LambdaAdapter", "LambdaContext", "lambda_handler"]
 

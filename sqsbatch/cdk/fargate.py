@@ -22,14 +22,14 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from sqsbatch.cdk.encryption import QUEUE_SEND, allow_key
-from sqsbatch.cdk.queues import DeadLetterQueue, QueueWithDlq, queue_arn
+from sqsbatch.cdk.queue_pair import DeadLetterQueue, QueueWithDlq, queue_arn
 from sqsbatch.cdk.rules import Metrics, consumer_environment, metrics_environment
 from sqsbatch.errors import ConfigError
 
 __all__ = ["FargateConsumer", "RedriveService", "TaskSize", "container_image"]
 
 ECS_MAX_STOP_TIMEOUT = 120
-HEALTH_FILE = "/tmp/sqsbatch.health"
+HEALTH_FILE = "/tmp/sqsbatch._shell.health"
 """Where the consumer and the daemon touch their health file inside the container."""
 HEALTH_MAX_AGE_SECONDS = 60
 """Three long polls of 20 s: a loop that has not completed a receive (nor kept every slot busy)

@@ -13,7 +13,7 @@ from constructs import Construct
 
 from sqsbatch.cdk.acknowledgements import skip_checkov
 from sqsbatch.cdk.encryption import QUEUE_SEND, allow_key
-from sqsbatch.cdk.queues import QueueWithDlq
+from sqsbatch.cdk.queue_pair import QueueWithDlq
 from sqsbatch.cdk.rules import consumer_environment, is_fifo, lambda_source
 from sqsbatch.cdk.settings import DEFAULT_REDRIVE_HEADROOM
 from sqsbatch.errors import ConfigError

@@ -18,7 +18,7 @@ from sqsbatch.cdk.dashboard import QueueDashboard, dashboard_name
 from sqsbatch.cdk.encryption import queue_key
 from sqsbatch.cdk.fargate import FargateConsumer, RedriveService, TaskSize, container_image
 from sqsbatch.cdk.lambda_consumer import LambdaConsumer
-from sqsbatch.cdk.queues import DeadLetterQueue, QueueWithDlq
+from sqsbatch.cdk.queue_pair import DeadLetterQueue, QueueWithDlq
 from sqsbatch.cdk.rules import Metrics, metrics_of, shared_metrics
 from sqsbatch.cdk.settings import (
     DeploymentPlan,

@@ -1,6 +1,6 @@
 """A sync handler's deadline on Lambda: called on the main thread (where Lambda's runtime calls
-the function) and interrupted there by SIGALRM (`sqsbatch.handler_alarm`), or on a thread where
-that cannot be; through `lambda_handler` on moto's server.
+the function) and interrupted there by SIGALRM (`sqsbatch._shell.handler_alarm`), or on a thread
+where that cannot be; through `lambda_handler` on moto's server.
 
 No sleep decides an outcome: a handler that must run past its budget blocks (`time.sleep`, an
 event) until it is interrupted, or its invoker stops waiting, and the function's time left
@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from sqsbatch import ConsumerConfig, MessageBatch, Producer, create_queue, lambda_handler
+from sqsbatch._shell.handler_alarm import _alarm, can_interrupt, run_sync_handler
 from sqsbatch.errors import HandlerTimeout
-from sqsbatch.handler_alarm import _alarm, can_interrupt, run_sync_handler
 from tests.support.front_ends import EventSourceMapping
 from tests.support.sqs_helpers import drain
 

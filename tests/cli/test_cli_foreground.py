@@ -23,7 +23,7 @@ from typing import IO, Any
 import pytest
 
 from sqsbatch import Producer, create_queue
-from sqsbatch.local import LOCAL_CREDENTIALS, LocalSqs
+from sqsbatch.dev.server import LOCAL_CREDENTIALS, LocalSqs
 from tests.support.waiting import wait_for
 
 SCRIPT = Path(sys.executable).with_name("sqsbatch")

@@ -15,9 +15,9 @@ import pytest
 from typer.testing import CliRunner
 
 from sqsbatch import create_queue
+from sqsbatch._shell.health import HealthFile
 from sqsbatch.cli.app import app
-from sqsbatch.health import HealthFile
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 from tests.cli.test_cli_process import SCRIPT, env
 from tests.support.cli_results import ok, one_line_error
 from tests.support.silent_proxy import silent_proxy

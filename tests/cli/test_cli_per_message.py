@@ -14,9 +14,9 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from sqsbatch import AsyncProducer, Producer, create_queue
+from sqsbatch._core.envelope import Envelope, decode
 from sqsbatch.cli.app import app
-from sqsbatch.envelope import Envelope, decode
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 from tests.support.cli_results import ok, one_line_error
 from tests.support.front_ends import aio_client
 from tests.support.sqs_helpers import depth, drain

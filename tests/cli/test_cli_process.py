@@ -15,7 +15,7 @@ import boto3
 import pytest
 
 from sqsbatch import Producer, create_queue
-from sqsbatch.local import LOCAL_CREDENTIALS, LocalSqs
+from sqsbatch.dev.server import LOCAL_CREDENTIALS, LocalSqs
 from tests.support.sqs_helpers import depth
 from tests.support.waiting import wait_for
 

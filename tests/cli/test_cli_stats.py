@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from sqsbatch import create_queue
 from sqsbatch.cli.app import app
 from sqsbatch.cli.stats import Trend, trend
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 from tests.cli.test_cli_process import SCRIPT, env
 from tests.support.cli_results import ok, one_line_error
 

@@ -28,6 +28,11 @@ DEFAULTS = {
     "idempotency_table": None,  # no guard (docs/idempotency.md)
     "idempotency_ttl": None,  # the queue's retention plus its DLQ's, at most 28 days
     "claim_seconds": None,  # as long as sqsbatch holds the message
+    "pause_check_seconds": 60.0,  # issue 30: holding back (docs/pressure.md)
+    "circuit_failures": None,
+    "circuit_probe_size": 1,
+    "max_messages_per_second": None,
+    "scale_in_protection": True,
 }
 
 
@@ -84,7 +89,7 @@ def test_wrong_types_are_refused_naming_the_setting(values: dict[str, Any], name
 def test_unknown_key_is_refused_with_the_known_ones() -> None:
     with pytest.raises(
         ConfigError,
-        match=r"unknown setting 'max_batch' \(did .*\) \(known: claim_seconds, dead_letter_queue",
+        match=r"unknown setting 'max_batch' \(did .*\) \(known: circuit_failures, .*",
     ):
         ConsumerConfig(max_batch=3)  # type: ignore[call-arg]
 

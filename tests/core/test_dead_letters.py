@@ -15,20 +15,20 @@ import pytest
 
 from sqsbatch._core.closing import Closing
 from sqsbatch._core.entries import TwoPhase, dead_envelope
+from sqsbatch._core.envelope import ATTRIBUTE, MAX_DEATHS, Death, Envelope, ErrorInfo, decode
 from sqsbatch._core.flows import settle, settle_for_lambda
 from sqsbatch._core.ledger import (
     Action,
     ActionKind,
     Decision,
+    Delivered,
     LastFailure,
     Ledger,
     Outcome,
-    Settled,
     Verdict,
     actions_for,
 )
 from sqsbatch._core.notices import dead_letter_line
-from sqsbatch.envelope import ATTRIBUTE, MAX_DEATHS, Death, Envelope, ErrorInfo, decode
 from sqsbatch.errors import MessageError
 from tests.core.test_flows import (
     WALL,
@@ -137,7 +137,7 @@ def test_dead_letter_whatever_the_attempts_as_the_queue_allows(
     last_failure: LastFailure, kind: ActionKind, delay: int
 ) -> None:
     actions = actions_for(
-        [Settled(1, 0.0)],
+        [Delivered(1, 0.0)],
         [Decision(DEAD, reason="tenant gone")],
         max_retries=3,
         retry_delay=30,
@@ -151,7 +151,7 @@ def test_dead_letter_whatever_the_attempts_as_the_queue_allows(
 
 def test_on_fifo_a_dead_lettered_message_does_not_hold_back_its_group() -> None:
     # Given a FIFO group a: m0 dead-lettered, m1 undecided; group b: m2 retried, m3 undecided
-    messages = [Settled(1, 0.0, g) for g in "aabb"]
+    messages = [Delivered(1, 0.0, g) for g in "aabb"]
     decisions = [
         Decision(DEAD, reason="poison"),
         Decision(ACK, explicit=False),

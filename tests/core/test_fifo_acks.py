@@ -17,8 +17,8 @@ from sqsbatch._core.flows import settle, settle_for_lambda
 from sqsbatch._core.ledger import (
     ActionKind,
     Decision,
+    Delivered,
     Outcome,
-    Settled,
     Verdict,
     acks_out_of_order,
     actions_for,
@@ -57,7 +57,7 @@ def decision(code: str) -> Decision:
 def test_an_explicit_ack_behind_a_retry_of_its_group_holds_and_is_named(
     groups: str, codes: str, out_of_order: list[int], kinds: str
 ) -> None:
-    messages = [Settled(1, 0.0, None if g == "-" else g) for g in groups]
+    messages = [Delivered(1, 0.0, None if g == "-" else g) for g in groups]
     decisions = [decision(code) for code in codes]
     assert acks_out_of_order(messages, decisions) == out_of_order
     actions = actions_for(

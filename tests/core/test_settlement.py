@@ -17,10 +17,10 @@ from sqsbatch._core.entries import TwoPhase
 from sqsbatch._core.ledger import (
     ActionKind,
     Decision,
+    Delivered,
     LastFailure,
     Ledger,
     Outcome,
-    Settled,
     Verdict,
     actions_for,
     visibility_allowed,
@@ -127,7 +127,7 @@ def test_ignored_calls_report_false_and_sealing_ignores_everything() -> None:
 def plan(
     decisions: list[Decision], attempts: list[int], **kwargs: object
 ) -> list[tuple[ActionKind, int]]:
-    messages = [Settled(a, received_at=0.0) for a in attempts]
+    messages = [Delivered(a, received_at=0.0) for a in attempts]
     options: dict[str, object] = {
         "max_retries": 3,
         "retry_delay": 30,
@@ -191,7 +191,7 @@ def test_when_the_dlq_is_unknown_the_last_failure_is_left_to_sqs_never_deleted()
 
 
 def test_dead_letter_records_why() -> None:
-    messages = [Settled(4, 0.0), Settled(4, 0.0)]
+    messages = [Delivered(4, 0.0), Delivered(4, 0.0)]
     actions = actions_for(
         messages,
         [Decision(RETRY), Decision(RETRY, explicit=False)],
@@ -220,7 +220,7 @@ def test_visibility_ceiling_is_counted_from_the_receive_and_clamped() -> None:
 
 def test_fifo_retry_holds_back_the_rest_of_its_group() -> None:
     """A retry makes later implicitly acked messages of its group retry; explicit acks hold."""
-    messages = [Settled(1, 0.0, g) for g in ("a", "b", "a", "a", "b")]
+    messages = [Delivered(1, 0.0, g) for g in ("a", "b", "a", "a", "b")]
     decisions = [
         Decision(ACK, explicit=False),
         Decision(ACK, explicit=False),

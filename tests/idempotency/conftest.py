@@ -12,8 +12,8 @@ from typing import Any
 import boto3
 import pytest
 
+from sqsbatch.dev.server import LOCAL_CREDENTIALS, LocalSqs
 from sqsbatch.idempotency import DynamoDBStore, MemoryStore, SqliteStore, Store
-from sqsbatch.local import LOCAL_CREDENTIALS, LocalSqs
 from tests.support import dynalite
 
 START = 1_800_000_000.0

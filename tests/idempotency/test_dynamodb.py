@@ -13,7 +13,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from sqsbatch._dynamodb_store import DynamoDBStore
+from sqsbatch._shell.dynamodb_store import DynamoDBStore
 from sqsbatch.errors import StoreUnavailable
 from sqsbatch.idempotency import SqliteStore, new_owner
 from tests.idempotency.conftest import FakeClock, Requests, create_table, dynamodb_client

@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 
 from redrive import cli
 from redrive.settings import RedriveSettings
+from sqsbatch.dev.server import LocalSqs
 from sqsbatch.errors import ConfigError
-from sqsbatch.local import LocalSqs
 from tests.support.redrive import bodies, dead_letter, make_queues
 from tests.support.sqs_helpers import depth
 from tests.support.waiting import wait_for

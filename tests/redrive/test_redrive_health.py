@@ -16,11 +16,11 @@ from typer.testing import CliRunner
 
 from redrive import Redriver, cli
 from redrive.watchdog import Watchdog
+from sqsbatch._shell.health import age_seconds
 from sqsbatch._sync.flavour import default_client
 from sqsbatch.cli.app import app
+from sqsbatch.dev.server import LocalSqs
 from sqsbatch.errors import ConfigError, SqsBatchError
-from sqsbatch.health import age_seconds
-from sqsbatch.local import LocalSqs
 from tests.cli.test_cli_process import SCRIPT, env
 from tests.support.cli_results import ok, one_line_error
 from tests.support.redrive import make_queues

@@ -24,7 +24,7 @@ from typer.testing import CliRunner, Result
 import redrive.manual
 from redrive.daemon import execute as execute_for_real
 from sqsbatch.cli.app import app
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 from tests.support.redrive import dead_letter, make_queues
 from tests.support.silent_proxy import silent_proxy
 from tests.support.sqs_helpers import depth

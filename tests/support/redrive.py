@@ -17,7 +17,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from sqsbatch import create_queue
-from sqsbatch.envelope import Death, Envelope, ErrorInfo
+from sqsbatch._core.envelope import Death, Envelope, ErrorInfo
 from tests.support.sqs_helpers import drain
 
 
