@@ -196,6 +196,10 @@ class ProducerConfig(_Settings):
     ttl_seconds: Seconds | None = Field(default=None, ge=1, le=MAX_TTL_SECONDS)
     """A deadline for messages sent without one, seconds from the send: past it the consumer
     dead-letters the message with reason `expired`. None: no deadline."""
+    large_payloads_bucket: str | None = Field(default=None, min_length=1)
+    """Messages past `large_payloads_threshold` go through this S3 bucket (docs/payloads.md)."""
+    large_payloads_threshold: Count | None = Field(default=None, ge=1, le=1_048_576)
+    """Bytes (body + attributes) above which a message goes to S3; None: 262144."""
 
 
 def load_file(path: str | Path) -> dict[str, list[dict[str, Any]]]:

@@ -30,6 +30,9 @@ __all__ = [
     "HandlerTimeout",
     "MessageError",
     "Overloaded",
+    "PayloadError",
+    "PayloadMissing",
+    "PointerError",
     "QueueNotFound",
     "SendError",
     "SqsBatchError",
@@ -77,6 +80,26 @@ class StoreUnavailable(SqsBatchError):
     """The idempotency store (`sqsbatch.idempotency`) could not be reached or refused a call
     for a reason other than a key's condition: the guard fails closed (the batch is retried,
     nothing is skipped). The message names the store and what went wrong."""
+
+
+class PayloadError(SqsBatchError):
+    """A large payload could not be written to or read from S3 (`sqsbatch.payloads`): the
+    message names the bucket, the key when there is one, and what S3 said."""
+
+
+class PayloadMissing(PayloadError):
+    """A pointer's S3 object does not exist (deleted, expired, or never written): the consumer
+    dead-letters its message with reason `payload_missing`."""
+
+    def __init__(self, bucket: str, key: str) -> None:
+        super().__init__(f"payload s3://{bucket}/{key} does not exist")
+        self.bucket = bucket
+        self.key = key
+
+
+class PointerError(SqsBatchError, ValueError):
+    """A message marked as a large payload (`ExtendedPayloadSize` or `SQSLargePayloadSize`) whose
+    body is not the extended client's S3 pointer."""
 
 
 class Overloaded(SqsBatchError):

@@ -10,7 +10,7 @@ default. Delays past SQS's 900 s travel in hops.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, TypeVar
 
@@ -20,6 +20,7 @@ from sqsbatch._core.calls import BatchRun, Entry
 from sqsbatch._core.entries import Outbound, hop_delay, send_entry
 from sqsbatch._core.envelope import ContentType, Envelope
 from sqsbatch._core.message import check_delay
+from sqsbatch._core.payloads import Offload, Upload, offload
 from sqsbatch._core.shapes import is_fifo, queue_name
 from sqsbatch.config import MAX_TTL_SECONDS
 from sqsbatch.errors import FifoError, MessageError, SendError
@@ -92,7 +93,10 @@ class SendPlan:
         default_ttl: float | None = None,
         trace: tuple[str | None, str | None] = (None, None),
         limits: SqsLimits = SQS_LIMITS,
+        large: tuple[Offload, Callable[[], str]] | None = None,
     ) -> None:
+        """`large`: where payloads past a threshold go (`Offload`) and the new S3 key's maker;
+        the payloads to put before the send are then `uploads`."""
         items = list(requests)
         if not items:
             raise MessageError("send_batch needs at least one message")
@@ -107,6 +111,7 @@ class SendPlan:
         self.size = len(checked)
         self.needs_content_dedup = fifo and any(r.deduplication_id is None for r in checked)
         self._entries: list[Entry] = []
+        self.uploads: list[Upload] = []
         traceparent, tracestate = trace  # the sender's span, for the consumer's link
         for index, request in enumerate(checked):
             own = check_delay("delay_seconds", request.delay_seconds)
@@ -135,6 +140,9 @@ class SendPlan:
                 group_id=request.group_id,
                 deduplication_id=request.deduplication_id,
             )
+            if large is not None:
+                outbound, upload = offload(index, outbound, *large)
+                self.uploads += [upload] if upload else []
             self._entries.append(send_entry(str(index), queue, outbound, fifo=fifo, limits=limits))
 
     def entries(self, queue_url: str, *, content_dedup: bool) -> list[Entry]:
@@ -157,6 +165,12 @@ class SendPlan:
             if result.key not in sent
         }
         raise SendError([sent[k] for k in sorted(sent, key=int)], failed)
+
+    def orphans(self, run: BatchRun | None) -> list[Upload]:
+        """The uploads whose pointer SQS did not accept (`run` None: the send raised, and what it
+        did is unknown): their objects stay in S3, unreferenced unless the pointer went out."""
+        sent = {result.key for result in run.ok()} if run is not None else set()
+        return [upload for upload in self.uploads if str(upload.index) not in sent]
 
 
 def _first_given(*values: T | None) -> T | None:

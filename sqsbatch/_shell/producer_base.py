@@ -9,19 +9,22 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from sqsbatch._core.calls import BatchRun
 from sqsbatch._core.message import check_delay
+from sqsbatch._core.payloads import DEFAULT_THRESHOLD
 from sqsbatch._core.sending import MessageSendRequest, SendPlan, check_ttl
 from sqsbatch._core.shapes import is_fifo
 from sqsbatch._shell.tracing import outgoing
 from sqsbatch.config import ProducerConfig
 from sqsbatch.errors import FifoError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
+from sqsbatch.payloads import S3Payloads
 
 if TYPE_CHECKING:
     from sqsbatch._async.door import AsyncSqs
     from sqsbatch._sync.door import SyncSqs
 
-__all__ = ["ProducerBase", "producer_settings"]
+__all__ = ["ProducerBase", "large_payloads_setting", "producer_settings"]
 
 
 def producer_settings(
@@ -41,6 +44,20 @@ def producer_settings(
     return checked, check_ttl("ttl_seconds", ttl_seconds)
 
 
+def large_payloads_setting(queue: str, given: S3Payloads | None) -> S3Payloads | None:
+    """`large_payloads`: given, else from the settings (`large_payloads_bucket` and
+    `large_payloads_threshold`), else None (no payload goes to S3)."""
+    if given is not None:
+        if not isinstance(given, S3Payloads):
+            raise TypeError(f"large_payloads must be an S3Payloads, not {type(given).__name__}")
+        return given
+    settings = ProducerConfig.load(queue)
+    if settings.large_payloads_bucket is None:
+        return None
+    threshold = settings.large_payloads_threshold or DEFAULT_THRESHOLD
+    return S3Payloads(settings.large_payloads_bucket, threshold=threshold)
+
+
 class ProducerBase:
     """What `Producer` and `AsyncProducer` share: their settings (checked before any client is
     made), the request count and each send's plan. The door (`_door`) and the calls, made or
@@ -57,7 +74,9 @@ class ProducerBase:
         client: Any = None,
         limits: SqsLimits = SQS_LIMITS,
         clock: Callable[[], float] = time.time,
+        large_payloads: S3Payloads | None = None,
     ) -> None:
+        self.large_payloads = large_payloads_setting(queue, large_payloads)
         self.delivery_delay, self.ttl_seconds = producer_settings(
             queue, delivery_delay, ttl_seconds
         )
@@ -92,4 +111,12 @@ class ProducerBase:
             wall_now=self._clock(),
             trace=outgoing(),
             limits=self._limits,
+            large=self.large_payloads.offload() if self.large_payloads else None,
         )
+
+    def _orphans(self, plan: SendPlan, run: BatchRun | None) -> None:
+        """Log the payloads put in S3 for messages SQS did not take (`run` None: the send
+        raised). They are left in S3: when the outcome is unknown a pointer may be out."""
+        if self.large_payloads is not None and plan.uploads:
+            why = "the send failed" if run is None else "SQS refused their messages"
+            self.large_payloads.orphaned(plan.orphans(run), why)
