@@ -3,10 +3,14 @@
 Matched against `amazon-sqs-extended-client` 1.0.1 (PyPI, `sqs_extended_client/client.py`) and
 the Java `payloadoffloading` library it follows:
 
-- an offloaded message's body is the JSON array `[class, {"s3BucketName": b, "s3Key": k}]`, class
-  `software.amazon.payloadoffloading.PayloadS3Pointer` (the Java v1 client's
-  `com.amazon.sqs.javamessaging.MessageS3Pointer` is read too); written with `json.dumps`'s
-  default separators, as the Python client does (Java's Jackson writes none: both parse alike);
+- an offloaded message's body is the JSON array `[class, {"s3BucketName": b, "s3Key": k}]` (Java's
+  Jackson "default typing" as a wrapper array: the class is the writer's Java class name). sqsbatch
+  writes `software.amazon.payloadoffloading.PayloadS3Pointer` (payloadoffloading 2.x, the Python
+  client) with `json.dumps`'s default separators, as the Python client does (Jackson writes none:
+  both parse alike); it reads any class named `...S3Pointer`: also
+  `com.amazonaws.payloadoffloading.PayloadS3Pointer` (payloadoffloading 1.x) and
+  `com.amazon.sqs.javamessaging.MessageS3Pointer` (the first Java clients). The Python client
+  checks no class at all;
 - it carries the attribute `ExtendedPayloadSize` (older clients, and Java's by default:
   `SQSLargePayloadSize`), `{"DataType": "Number", "StringValue": str(bytes in S3)}`; no other
   attribute is written; a message is a pointer when either attribute is present;
@@ -122,7 +126,7 @@ def parse_pointer(body: str, attributes: Mapping[str, AttributeValue]) -> Pointe
             f"{attribute} is set but the body is not [class, {{s3BucketName, s3Key}}]: {shown}"
         )
     kind, where = parsed
-    if kind not in (POINTER_CLASS, LEGACY_POINTER_CLASS):
+    if not isinstance(kind, str) or not kind.endswith("S3Pointer"):
         raise PointerError(f"{attribute} is set but the pointer's class is {kind!r:.80}")
     bucket, key = where.get("s3BucketName"), where.get("s3Key")
     for name, value in (("s3BucketName", bucket), ("s3Key", key)):

@@ -51,7 +51,10 @@ def test_the_pointer_is_written_byte_for_byte_as_the_python_extended_client_writ
 
 
 @pytest.mark.parametrize("attribute", ["ExtendedPayloadSize", "SQSLargePayloadSize"])
-@pytest.mark.parametrize("kind", [POINTER_CLASS, LEGACY_POINTER_CLASS])
+@pytest.mark.parametrize(
+    "kind",
+    [POINTER_CLASS, "com.amazonaws.payloadoffloading.PayloadS3Pointer", LEGACY_POINTER_CLASS],
+)
 def test_a_pointer_is_recognised_by_either_attribute_and_parsed(attribute: str, kind: str) -> None:
     # Java's writer (Jackson) puts no spaces in: parsed the same
     body = json.dumps([kind, {"s3BucketName": "bkt", "s3Key": "abc"}], separators=(",", ":"))
@@ -76,6 +79,7 @@ def test_a_message_without_either_attribute_is_not_a_pointer() -> None:
         ('{"s3Key": "k"}', "is not [class, {s3BucketName, s3Key}]"),
         (f'["{POINTER_CLASS}"]', "is not [class, {s3BucketName, s3Key}]"),
         ('["java.lang.String", {"s3BucketName": "b", "s3Key": "k"}]', "class is 'java.lang"),
+        ('[7, {"s3BucketName": "b", "s3Key": "k"}]', "pointer's class is 7"),
         (f'["{POINTER_CLASS}", {{"s3Key": "k"}}]', "pointer's s3BucketName is None"),
         (f'["{POINTER_CLASS}", {{"s3BucketName": "b", "s3Key": ""}}]', "pointer's s3Key is ''"),
         (f'["{POINTER_CLASS}", {{"s3BucketName": "b", "s3Key": 3}}]', "pointer's s3Key is 3"),
