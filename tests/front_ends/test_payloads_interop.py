@@ -70,9 +70,12 @@ def test_what_sqsbatch_sends_aws_extended_client_reads_and_deletes(
     url = create_queue(name, client=sqs)
     producer = Producer(name, client=sqs, large_payloads=S3Payloads(bucket, client=s3))
     producer.send(BIG)
-    producer.send({"rows": ["r" * 100] * 3000})
-    producer.send("small")
+    producer.send_batch([{"body": {"rows": ["r" * 100] * 3000}}, {"body": "small"}])
     assert len(keys_in(s3, bucket)) == 2
+    # One PutObject per offloaded message (after the HeadBucket); one SendMessageBatch per send
+    assert producer.large_payloads is not None
+    assert producer.large_payloads.requests == 1 + 2
+    assert producer.requests == 1 + 2  # GetQueueUrl, then one batch call per send
     # When AWS's client receives them
     with extended_sqs(local_sqs, bucket) as aws:
         got = aws.receive_message(
