@@ -9,6 +9,7 @@ import pytest
 
 from sqsbatch._core.attributes import ATTRIBUTE as META
 from sqsbatch._core.attributes import payload_size
+from sqsbatch._core.calls import BatchRun, EntryResult
 from sqsbatch._core.entries import Outbound
 from sqsbatch._core.envelope import Envelope
 from sqsbatch._core.payloads import (
@@ -166,3 +167,23 @@ def test_a_send_plan_offloads_what_is_over_and_knows_which_uploads_went_unsent()
     assert entries[1].size < 1000
     # And an unknown outcome (the send raised) leaves every upload unaccounted for
     assert plan.orphans(None) == plan.uploads
+
+
+def test_the_orphans_of_a_send_are_the_uploads_whose_message_sqs_did_not_take() -> None:
+    # Given a plan of three messages offloaded, and SQS's answer taking the first and the third
+    plan = SendPlan(
+        "https://sqs.local/1/q",
+        [{"body": "a"}, {"body": "b"}, {"body": "c"}],
+        batch_delay=None,
+        default_delay=None,
+        wall_now=0.0,
+        large=(Offload("b", always=True), keys()),
+    )
+    run = BatchRun(plan.entries("https://sqs.local/1/q", content_dedup=False))
+    run.results = {
+        "0": EntryResult("0", ok=True, value={"MessageId": "m0"}),
+        "1": EntryResult("1", ok=False, code="InternalError"),
+        "2": EntryResult("2", ok=True, value={"MessageId": "m2"}),
+    }
+    # Then the second message's payload is the one orphan
+    assert [(u.index, u.key) for u in plan.orphans(run)] == [(1, "key-1")]
