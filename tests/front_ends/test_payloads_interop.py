@@ -4,8 +4,10 @@ and the producers writing them, on moto's SQS and S3."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import logging
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +19,7 @@ from tests.support.front_ends import aio_client
 from tests.support.s3 import extended_sqs, keys_in, new_bucket, s3_client
 from tests.support.sqs_helpers import drain
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 BIG = "é" * 200_000  # 400000 bytes of UTF-8: past the 262144 default
 
 
@@ -28,6 +31,14 @@ def s3(local_sqs: LocalSqs) -> Any:
 @pytest.fixture
 def bucket(s3: Any, name: str) -> str:
     return new_bucket(s3, name)
+
+
+def load_example(stem: str) -> Any:
+    spec = importlib.util.spec_from_file_location(stem, EXAMPLES / f"{stem}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def receive_all(sqs: Any, url: str) -> list[dict[str, Any]]:
@@ -171,3 +182,18 @@ def test_the_settings_file_turns_offloading_on(  # noqa: PLR0917 - fixtures
     assert (producer.large_payloads.bucket, producer.large_payloads.threshold) == (bucket, 1000)
     producer.send("y" * 2000)
     assert len(keys_in(s3, bucket)) == 1
+
+
+def test_the_example_sends_a_message_past_sqs_limit_through_s3(  # noqa: PLR0917 - fixtures
+    local_sqs: LocalSqs, sqs: Any, s3: Any, bucket: str, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the example's environment: one local endpoint for SQS and S3
+    monkeypatch.setenv("AWS_ENDPOINT_URL", local_sqs.endpoint_url)
+    url = create_queue(name, client=sqs)
+    example = load_example("large_payloads")
+    # When it sends its 2.5 MB report
+    message_id = example.send_large(name, bucket)
+    # Then SQS has the pointer and a fetch gives the report back
+    fetched = S3Payloads(bucket, client=s3).fetch(receive_all(sqs, url))
+    assert list(fetched.pointers) == [message_id]
+    assert len(json.loads(fetched.messages[0]["Body"])["rows"]) == 20_000
