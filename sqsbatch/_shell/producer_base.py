@@ -5,6 +5,7 @@ clock and the sender's trace context (`tracing.outgoing`, for the consumer's spa
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -28,12 +29,16 @@ __all__ = ["ProducerBase", "large_payloads_setting", "producer_settings"]
 
 
 def producer_settings(
-    queue: str, delivery_delay: int | None, ttl_seconds: float | None
+    queue: str,
+    delivery_delay: int | None,
+    ttl_seconds: float | None,
+    load: Callable[[], ProducerConfig] | None = None,
 ) -> tuple[int | None, float | None]:
     """A producer's `delivery_delay` and `ttl_seconds`: each given, else from the settings
-    (`[[queues.producers]]`, `SQSBATCH_*`), read once; FIFO queues refuse a delay."""
+    (`[[queues.producers]]`, `SQSBATCH_*`, read by `load`), read once; FIFO queues refuse a
+    delay."""
     if delivery_delay is None or ttl_seconds is None:
-        settings = ProducerConfig.load(queue)
+        settings = load() if load is not None else ProducerConfig.load(queue)
         if delivery_delay is None:
             delivery_delay = settings.delivery_delay
         if ttl_seconds is None:
@@ -44,14 +49,16 @@ def producer_settings(
     return checked, check_ttl("ttl_seconds", ttl_seconds)
 
 
-def large_payloads_setting(queue: str, given: S3Payloads | None) -> S3Payloads | None:
+def large_payloads_setting(
+    queue: str, given: S3Payloads | None, load: Callable[[], ProducerConfig] | None = None
+) -> S3Payloads | None:
     """`large_payloads`: given, else from the settings (`large_payloads_bucket` and
-    `large_payloads_threshold`), else None (no payload goes to S3)."""
+    `large_payloads_threshold`, read by `load`), else None (no payload goes to S3)."""
     if given is not None:
         if not isinstance(given, S3Payloads):
             raise TypeError(f"large_payloads must be an S3Payloads, not {type(given).__name__}")
         return given
-    settings = ProducerConfig.load(queue)
+    settings = load() if load is not None else ProducerConfig.load(queue)
     if settings.large_payloads_bucket is None:
         return None
     threshold = settings.large_payloads_threshold or DEFAULT_THRESHOLD
@@ -76,10 +83,11 @@ class ProducerBase:
         clock: Callable[[], float] = time.time,
         large_payloads: S3Payloads | None = None,
     ) -> None:
-        self.large_payloads = large_payloads_setting(queue, large_payloads)
+        load = functools.cache(lambda: ProducerConfig.load(queue))  # the file read once
         self.delivery_delay, self.ttl_seconds = producer_settings(
-            queue, delivery_delay, ttl_seconds
+            queue, delivery_delay, ttl_seconds, load
         )
+        self.large_payloads = large_payloads_setting(queue, large_payloads, load)
         self.queue = queue
         self._limits = limits
         self._clock = clock
