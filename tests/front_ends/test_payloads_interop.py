@@ -197,3 +197,22 @@ def test_the_example_sends_a_message_past_sqs_limit_through_s3(  # noqa: PLR0917
     fetched = S3Payloads(bucket, client=s3).fetch(receive_all(sqs, url))
     assert list(fetched.pointers) == [message_id]
     assert len(json.loads(fetched.messages[0]["Body"])["rows"]) == 20_000
+
+
+def test_on_a_fifo_queue_content_dedup_sees_the_pointer_not_the_payload(
+    sqs: Any, s3: Any, bucket: str, name: str
+) -> None:
+    # Given a FIFO queue that deduplicates by content, and a producer offloading everything
+    name = f"{name}.fifo"
+    url = create_queue(name, client=sqs)
+    sqs.set_queue_attributes(QueueUrl=url, Attributes={"ContentBasedDeduplication": "true"})
+    payloads = S3Payloads(bucket, always=True, client=s3)
+    producer = Producer(name, client=sqs, large_payloads=payloads)
+    # When one body is sent twice in a group, and once more with a deduplication id, twice
+    producer.send("same", group_id="g")
+    producer.send("same", group_id="g")
+    producer.send("other", group_id="g", deduplication_id="d")
+    producer.send("other", group_id="g", deduplication_id="d")
+    # Then the pointers differ (a new key each), so content dedup kept both; the id deduplicated
+    bodies = [m["Body"] for m in payloads.fetch(drain(sqs, name)).messages]
+    assert bodies == ["same", "same", "other"]
