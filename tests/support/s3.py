@@ -37,6 +37,7 @@ def extended_sqs(local_sqs: LocalSqs, bucket: str) -> Iterator[Any]:
     from sqs_extended_client.client import SQSExtendedClientSession  # noqa: PLC0415
 
     boto3.Session, boto3.session.Session, boto3.DEFAULT_SESSION = saved
+    assert boto3.Session is not SQSExtendedClientSession  # the rest of the run is plain boto3
     before = os.environ.get("AWS_ENDPOINT_URL_S3")
     os.environ["AWS_ENDPOINT_URL_S3"] = local_sqs.endpoint_url  # its own S3 client reads it
     try:
