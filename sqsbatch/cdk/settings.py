@@ -104,9 +104,9 @@ class EcsSettings(_Strict):
 
     handler: str = Field(pattern=_MODULE_FUNCTION)
     image: ImageSettings | None = None  # default: [infra].image
-    min_tasks: int = Field(default=1, ge=1, le=1000)
+    min_tasks: int = Field(default=1, ge=0, le=1000)  # 0: a step policy starts the first task
     max_tasks: int = Field(default=4, ge=1, le=1000)
-    # The scaling target: visible messages per running task.
+    # The scaling target: visible plus in-flight messages per running task.
     messages_per_task: int = Field(default=100, ge=1, le=1_000_000)
     cpu: Literal[256, 512, 1024, 2048, 4096] = 256
     memory_mb: int = Field(default=512, ge=512, le=30_720)
