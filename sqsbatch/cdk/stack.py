@@ -165,6 +165,7 @@ class SqsBatchStack(Stack):
             runtime=settings.runtime,
             architecture=settings.architecture,
             max_concurrency=settings.max_concurrency,
+            provisioned_pollers=_pair(settings.provisioned_pollers),
             redrive_headroom=self.plan.settings.redrive_headroom,
         )
 
@@ -208,6 +209,11 @@ class SqsBatchStack(Stack):
                 receive_errors=plan.infra.consumer != "lambda",
                 topic=self.topic,
             )
+
+
+def _pair(values: list[int] | None) -> tuple[int, int] | None:
+    """`[min, max]` from the file as a pair (LambdaSettings checked its length)."""
+    return None if values is None else (values[0], values[1])
 
 
 def build_app(
