@@ -77,7 +77,7 @@ queue = "emails"
 consumer = "ecs"
 redrive = true
 message_age_alarm_seconds = 120
-ecs = {{ handler = "app.jobs:send_emails", min_tasks = 0 }}
+ecs = {{ handler = "app.jobs:send_emails" }}
 """
 
 

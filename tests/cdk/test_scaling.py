@@ -5,16 +5,52 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aws_cdk import App
+from cfnlint.api import lint_file
 
 from sqsbatch.cdk import build_app, load_plan
 from sqsbatch.cdk.scaling import WAKE_COOLDOWN, WAKE_EXPRESSION
 from sqsbatch.errors import ConfigError
 from tests.cdk.conftest import Synthesis, cdk_context, resources
+from tests.cdk.test_scanners import run_checkov, template_path
+
+CONSUMER = """
+[[queues.consumers]]
+queue = "jobs"
+dead_letter_queue = "jobs-dlq"
+scale_in_protection = false
+
+[infra]
+image = { uri = "public.ecr.aws/me/app:1" }
+kms = "create"
+
+[[infra.queues]]
+queue = "jobs"
+consumer = "ecs"
+ecs = { handler = "app:run", min_tasks = 0, max_tasks = 3 }
+"""
+
+
+@pytest.fixture(scope="module")
+def zero(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synthesis]:
+    """A Fargate consumer with min_tasks = 0 and scale-in protection off, built as
+    `infra/app.py` builds it (cdk-nag included)."""
+    folder = tmp_path_factory.mktemp("zero")
+    path = folder / "sqsbatch.toml"
+    path.write_text(CONSUMER)
+    with pytest.MonkeyPatch.context() as patch:
+        for key in list(os.environ):
+            if key.startswith("SQSBATCH_"):
+                patch.delenv(key)
+        outdir = folder / "cdk.out"
+        app, stack = build_app(path, app=App(outdir=str(outdir), context=cdk_context()))
+        template = app.synth().get_stack_by_name(stack.stack_name).template
+        yield Synthesis(load_plan(path), template, outdir, stack.stack_name, 0.0)
 
 
 def policies(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
@@ -22,8 +58,8 @@ def policies(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
     return {key: p for key, p in found.items() if p["Properties"]["PolicyType"] == kind}
 
 
-def test_min_tasks_zero_wakes_the_service_with_one_step(metrics_synthesis: Synthesis) -> None:
-    template = metrics_synthesis.template
+def test_min_tasks_zero_wakes_the_service_with_one_step(zero: Synthesis) -> None:
+    template = zero.template
     (target,) = resources(template, "AWS::ApplicationAutoScaling::ScalableTarget").values()
     assert target["Properties"]["MinCapacity"] == 0
     ((step_id, step),) = policies(template, "StepScaling").items()
@@ -76,34 +112,19 @@ def test_min_tasks_above_zero_needs_no_wake_policy(synthesis: Synthesis) -> None
     assert len(policies(synthesis.template, "TargetTrackingScaling")) == 1
 
 
-CONSUMER = """
-[[queues.consumers]]
-queue = "jobs"
-dead_letter_queue = "jobs-dlq"
-scale_in_protection = false
-
-[infra]
-image = { uri = "public.ecr.aws/me/app:1" }
-
-[[infra.queues]]
-queue = "jobs"
-consumer = "ecs"
-ecs = { handler = "app:run", min_tasks = 0, max_tasks = 3 }
-"""
-
-
-def test_no_protection_grant_when_the_consumer_turns_it_off(tmp_path: Path) -> None:
-    path = tmp_path / "sqsbatch.toml"
-    path.write_text(CONSUMER)
-    with pytest.MonkeyPatch.context() as patch:
-        for key in list(os.environ):
-            if key.startswith("SQSBATCH_"):
-                patch.delenv(key)
-        app, stack = build_app(path, app=App(outdir=str(tmp_path / "out"), context=cdk_context()))
-        template = app.synth().get_stack_by_name(stack.stack_name).template
-    text = json.dumps(resources(template, "AWS::IAM::Policy"))
+def test_no_protection_grant_when_the_consumer_turns_it_off(zero: Synthesis) -> None:
+    assert not zero.plan.queues[0].config.scale_in_protection
+    text = json.dumps(resources(zero.template, "AWS::IAM::Policy"))
     assert "ecs:UpdateTaskProtection" not in text
     assert "sqs:ReceiveMessage" in text
+
+
+def test_the_scanners_pass_on_the_wake_alarm_and_step_policy(zero: Synthesis) -> None:
+    """cdk-nag ran in the fixture; cfn-lint and checkov find nothing in what min_tasks = 0 adds."""
+    assert [str(match) for match in lint_file(template_path(zero))] == []
+    report = run_checkov(zero)
+    assert report["summary"]["parsing_errors"] == 0
+    assert [(f["check_id"], f["resource"]) for f in report["results"]["failed_checks"]] == []
 
 
 @pytest.mark.parametrize(
