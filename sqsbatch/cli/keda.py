@@ -29,58 +29,52 @@ _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _REGION_IN_URL = re.compile(r"^sqs\.([a-z0-9-]+)\.amazonaws\.com")
 
 
-def _positive(value: float, option: str) -> float:
-    if not value > 0:
-        raise typer.BadParameter(f"{value:g} is invalid: must be > 0", param_hint=option)
-    return value
+Handler = Annotated[
+    str, typer.Option(metavar="MODULE:FUNCTION", help="The batch handler the pods run.")
+]
+Image = Annotated[str, typer.Option(help="The container image, with sqsbatch and the handler.")]
+Latency = Annotated[
+    float, typer.Option(metavar="SECONDS", help="How long a message may wait to start.")
+]
+BatchSeconds = Annotated[
+    float, typer.Option(metavar="SECONDS", help="How long the handler takes on one batch.")
+]
+MinReplicas = Annotated[int, typer.Option("--min", help="Fewest replicas (0: none idle).")]
+MaxReplicas = Annotated[int, typer.Option("--max", help="Most replicas (or jobs).")]
+Job = Annotated[bool, typer.Option("--job", help="A ScaledJob of `consume --once` runs.")]
+Async = Annotated[
+    bool, typer.Option("--async", help="The handler is an `async def` (AsyncConsumer).")
+]
+Name = Annotated[str | None, typer.Option(help="The objects' name (default: sqsbatch-QUEUE).")]
+Auth = Annotated[
+    str | None, typer.Option(metavar="NAME", help="A TriggerAuthentication for the scaler.")
+]
+ConfigFile = Annotated[
+    str | None, typer.Option(metavar="FILE", help="The sqsbatch.toml (default as `consume`).")
+]
 
 
 @app.command()
 def keda(  # noqa: PLR0917 - typer options are parameters
     ctx: typer.Context,
     queue: Annotated[str, typer.Argument(help="Queue name or URL (KEDA's queueURL).")],
-    handler: Annotated[
-        str, typer.Option(metavar="MODULE:FUNCTION", help="The batch handler the pods run.")
-    ],
-    image: Annotated[str, typer.Option(help="The container image, with sqsbatch and the handler.")],
-    latency: Annotated[
-        float, typer.Option(metavar="SECONDS", help="How long a message may wait to start.")
-    ] = 60.0,
-    batch_seconds: Annotated[
-        float, typer.Option(metavar="SECONDS", help="How long the handler takes on one batch.")
-    ] = 1.0,
-    min_replicas: Annotated[int, typer.Option("--min", help="Fewest replicas (0: none idle).")] = 0,
-    max_replicas: Annotated[int, typer.Option("--max", help="Most replicas (or jobs).")] = 10,
-    job: Annotated[
-        bool, typer.Option("--job", help="A ScaledJob of `consume --once` runs.")
-    ] = False,
-    async_handler: Annotated[
-        bool, typer.Option("--async", help="The handler is an `async def` (AsyncConsumer).")
-    ] = False,
-    name: Annotated[
-        str | None, typer.Option(help="The objects' name (default: sqsbatch-QUEUE).")
-    ] = None,
-    auth: Annotated[
-        str | None, typer.Option(metavar="NAME", help="A TriggerAuthentication for the scaler.")
-    ] = None,
-    config: Annotated[
-        str | None, typer.Option(metavar="FILE", help="The sqsbatch.toml (default as `consume`).")
-    ] = None,
+    handler: Handler,
+    image: Image,
+    latency: Latency = 60.0,
+    batch_seconds: BatchSeconds = 1.0,
+    min_replicas: MinReplicas = 0,
+    max_replicas: MaxReplicas = 10,
+    job: Job = False,
+    async_handler: Async = False,
+    name: Name = None,
+    auth: Auth = None,
+    config: ConfigFile = None,
 ) -> None:
     """Print KEDA manifests (a Deployment and its ScaledObject, or --job a ScaledJob) for QUEUE's
     consumer: queueLength from --latency and --batch-seconds, scaleOnInFlight, a termination
     grace period covering the longest handler and the long poll, `sqsbatch health` as liveness
     probe."""
-    _positive(latency, "--latency")
-    _positive(batch_seconds, "--batch-seconds")
-    if not _HANDLER.match(handler):
-        raise typer.BadParameter(f"{handler!r} is not MODULE:FUNCTION", param_hint="--handler")
-    if not 0 <= min_replicas <= max_replicas or max_replicas < 1:
-        raise typer.BadParameter(
-            f"--min {min_replicas} --max {max_replicas} is invalid "
-            "(accepted: 0 <= --min <= --max, --max >= 1)",
-            param_hint="--min/--max",
-        )
+    _check(handler, latency, batch_seconds, min_replicas, max_replicas)
     inputs = KedaInputs(
         queue=queue,
         handler=handler,
@@ -99,6 +93,20 @@ def keda(  # noqa: PLR0917 - typer options are parameters
         print_json({"apiVersion": "v1", "kind": "List", "items": documents})
         return
     typer.echo(to_yaml(documents), nl=False)
+
+
+def _check(handler: str, latency: float, batch: float, low: int, high: int) -> None:
+    """The options no type checks: one line naming the first that is wrong."""
+    for value, option in ((latency, "--latency"), (batch, "--batch-seconds")):
+        if not value > 0:
+            raise typer.BadParameter(f"{value:g} is invalid: must be > 0", param_hint=option)
+    if not _HANDLER.match(handler):
+        raise typer.BadParameter(f"{handler!r} is not MODULE:FUNCTION", param_hint="--handler")
+    if not 0 <= low <= high or high < 1:
+        raise typer.BadParameter(
+            f"--min {low} --max {high} is invalid (accepted: 0 <= --min <= --max, --max >= 1)",
+            param_hint="--min/--max",
+        )
 
 
 def _region(ctx: typer.Context, queue: str) -> str:
