@@ -20,6 +20,7 @@ from sqsbatch.cli.app import app
 from sqsbatch.dev.server import LocalSqs
 from tests.cli.test_cli_process import SCRIPT, env
 from tests.support.cli_results import ok, one_line_error
+from tests.support.processes import spawned
 from tests.support.silent_proxy import silent_proxy
 from tests.support.waiting import wait_for
 
@@ -135,25 +136,20 @@ def test_consume_whose_endpoint_stops_answering_fails_its_health_check_and_exits
         )
         spec = handler_file(tmp_path, is_async=bool(kind))
         command = [str(SCRIPT), "consume", spec, "--queue", name, "--poll-seconds", "1"]
-        process = subprocess.Popen(
+        with spawned(
             [*command, *kind, "--health-file", str(path)],
             cwd=tmp_path,
             env=environment,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-        )
-        try:
+        ) as process:
             wait_for(lambda: script_health(path) == 0, "the file fresh")
             # When the endpoint accepts connections and never answers
             proxy.silence()
             # Then the health check fails and the process exits non-zero, saying why
             wait_for(lambda: script_health(path) == 1, "sqsbatch health fails")
             _, stderr = process.communicate(timeout=GUARD_SECONDS)
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.communicate()
     assert process.returncode == 1, stderr
     assert "stalled" in stderr and "Traceback" not in stderr
 
@@ -201,25 +197,20 @@ def test_consume_caught_settling_by_a_silent_endpoint_exits_with_its_stats_and_l
             SQSBATCH_VISIBILITY_TIMEOUT="5",
         )
         command = [str(SCRIPT), "consume", "held_jobs.py:handle", "--queue", name, *kind]
-        process = subprocess.Popen(
+        with spawned(
             [*command, "--poll-seconds", "1", "--json"],
             cwd=tmp_path,
             env=environment,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-        )
-        try:
+        ) as process:
             wait_for((tmp_path / "held").exists, "the handler holds the batch")
             # When the endpoint goes silent just as the batch's delete goes out
             proxy.silence()
             (tmp_path / "release").touch()
             # Then the process exits 1, saying why, after printing its stats
             stdout, stderr = process.communicate(timeout=GUARD_SECONDS)
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.communicate()
     assert process.returncode == 1, stderr
     assert "stalled" in stderr.splitlines()[-1] and "Traceback" not in stderr
     assert "stall_seconds=3" in stderr.splitlines()[0]  # the banner's effective value
