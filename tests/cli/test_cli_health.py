@@ -22,6 +22,7 @@ from tests.cli.test_cli_process import SCRIPT, env
 from tests.support.cli_results import ok, one_line_error
 from tests.support.processes import spawned
 from tests.support.silent_proxy import silent_proxy
+from tests.support.sqs_helpers import visible
 from tests.support.waiting import wait_for
 
 runner = CliRunner()
@@ -86,9 +87,7 @@ def test_consume_refuses_a_bad_health_file_before_it_starts(
     local_sqs: LocalSqs, tmp_path: Path, name: str, kind: list[str]
 ) -> None:
     create_queue(name, client=local_sqs.client())
-    where = ["--endpoint-url", local_sqs.endpoint_url, "--region", "us-east-1"]
-    spec = handler_file(tmp_path, is_async=bool(kind))
-    args = [*where, "consume", spec, "--queue", name, "--once", *kind]
+    args = consume_once(local_sqs, tmp_path, name, *kind)
     result = runner.invoke(app, [*args, "--health-file", str(tmp_path / "no" / "h")])
     one_line_error(result, 1, "health_file=", "no directory")
     assert "consuming" not in result.stderr
@@ -99,10 +98,16 @@ def test_consume_refuses_a_bad_stall_seconds(
     local_sqs: LocalSqs, tmp_path: Path, name: str, value: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SQSBATCH_STALL_SECONDS", value)
-    where = ["--endpoint-url", local_sqs.endpoint_url, "--region", "us-east-1"]
-    spec = handler_file(tmp_path, is_async=False)
-    result = runner.invoke(app, [*where, "consume", spec, "--queue", name, "--once"])
+    result = runner.invoke(app, consume_once(local_sqs, tmp_path, name))
     one_line_error(result, 1, "stall_seconds=")
+
+
+def consume_once(local_sqs: LocalSqs, folder: Path, name: str, *extra: str) -> list[str]:
+    """`consume --once` of a handler that does nothing, from a file in `folder`, on the local
+    endpoint; `--async` in `extra` makes it an `async def`."""
+    where = ["--endpoint-url", local_sqs.endpoint_url, "--region", "us-east-1"]
+    spec = handler_file(folder, is_async="--async" in extra)
+    return [*where, "consume", spec, "--queue", name, "--once", *extra]
 
 
 def handler_file(folder: Path, *, is_async: bool) -> str:
@@ -157,9 +162,7 @@ def test_consume_whose_endpoint_stops_answering_fails_its_health_check_and_exits
 def test_consume_refuses_a_stall_seconds_flag_of_0(
     local_sqs: LocalSqs, tmp_path: Path, name: str
 ) -> None:
-    where = ["--endpoint-url", local_sqs.endpoint_url, "--region", "us-east-1"]
-    spec = handler_file(tmp_path, is_async=False)
-    args = [*where, "consume", spec, "--queue", name, "--once", "--stall-seconds", "0"]
+    args = consume_once(local_sqs, tmp_path, name, "--stall-seconds", "0")
     one_line_error(runner.invoke(app, args), 2, "--stall-seconds")
 
 
@@ -217,12 +220,7 @@ def test_consume_caught_settling_by_a_silent_endpoint_exits_with_its_stats_and_l
     stats = json.loads(stdout)["stats"]
     assert stats["received"] == 1 and stats["acked"] == 0
     # and the message, not deleted, is back once its visibility timeout is over
-    wait_for(lambda: visible(client, url) == 1, "the message visible again")
-
-
-def visible(client: Any, url: str) -> int:
-    attributes = client.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])
-    return int(attributes["Attributes"]["ApproximateNumberOfMessages"])
+    wait_for(lambda: visible(client, name) == 1, "the message visible again")
 
 
 @pytest.mark.parametrize("kind", [[], ["--async"]])
@@ -230,9 +228,7 @@ def test_consume_shows_the_default_stall_seconds_in_its_banner(
     local_sqs: LocalSqs, tmp_path: Path, name: str, kind: list[str]
 ) -> None:
     create_queue(name, client=local_sqs.client())
-    where = ["--endpoint-url", local_sqs.endpoint_url, "--region", "us-east-1"]
-    spec = handler_file(tmp_path, is_async=bool(kind))
-    args = [*where, "consume", spec, "--queue", name, "--once", "--poll-seconds", "1", *kind]
+    args = consume_once(local_sqs, tmp_path, name, "--poll-seconds", "1", *kind)
     result = ok(runner.invoke(app, [*args, "--idle-seconds", "0.5"]))
     banner = result.stderr.splitlines()[0]
     assert "stall_seconds=33 (default)" in banner  # three 1 s polls + 30 s visibility
