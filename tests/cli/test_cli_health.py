@@ -21,7 +21,7 @@ from sqsbatch.dev.server import LocalSqs
 from tests.cli.test_cli_process import SCRIPT, env
 from tests.support.cli_results import ok, one_line_error
 from tests.support.processes import spawned
-from tests.support.silent_proxy import silent_proxy
+from tests.support.silent_proxy import SilentProxy, silent_proxy
 from tests.support.sqs_helpers import visible
 from tests.support.waiting import wait_for
 
@@ -120,6 +120,18 @@ def handler_file(folder: Path, *, is_async: bool) -> str:
     return f"{folder / stem}.py:handle"
 
 
+def watched_through(proxy: SilentProxy, **extra: str) -> dict[str, str]:
+    """The environment of a `consume` that reaches SQS through `proxy`, with its watchdog set
+    short (3 s) and read timeouts 1 s past a long poll; `extra` on top."""
+    return env(
+        None,
+        AWS_ENDPOINT_URL_SQS=proxy.endpoint_url,
+        SQSBATCH_STALL_SECONDS="3",
+        SQSBATCH_READ_TIMEOUT_MARGIN="1",
+        **extra,
+    )
+
+
 def script_health(path: Path) -> int:
     args = [str(SCRIPT), "health", str(path), "--max-age", "2"]
     return subprocess.run(args, capture_output=True, check=False).returncode
@@ -133,12 +145,7 @@ def test_consume_whose_endpoint_stops_answering_fails_its_health_check_and_exits
     create_queue(name, client=local_sqs.client())
     path = tmp_path / "health"
     with silent_proxy(local_sqs.endpoint_url) as proxy:
-        environment = env(
-            None,
-            AWS_ENDPOINT_URL_SQS=proxy.endpoint_url,
-            SQSBATCH_STALL_SECONDS="3",
-            SQSBATCH_READ_TIMEOUT_MARGIN="1",
-        )
+        environment = watched_through(proxy)
         spec = handler_file(tmp_path, is_async=bool(kind))
         command = [str(SCRIPT), "consume", spec, "--queue", name, "--poll-seconds", "1"]
         with spawned(
@@ -192,13 +199,7 @@ def test_consume_caught_settling_by_a_silent_endpoint_exits_with_its_stats_and_l
     client.send_message(QueueUrl=url, MessageBody="caught")
     (tmp_path / "held_jobs.py").write_text(HELD_ASYNC_HANDLER if kind else HELD_HANDLER)
     with silent_proxy(local_sqs.endpoint_url) as proxy:
-        environment = env(
-            None,
-            AWS_ENDPOINT_URL_SQS=proxy.endpoint_url,
-            SQSBATCH_STALL_SECONDS="3",
-            SQSBATCH_READ_TIMEOUT_MARGIN="1",
-            SQSBATCH_VISIBILITY_TIMEOUT="5",
-        )
+        environment = watched_through(proxy, SQSBATCH_VISIBILITY_TIMEOUT="5")
         command = [str(SCRIPT), "consume", "held_jobs.py:handle", "--queue", name, *kind]
         with spawned(
             [*command, "--poll-seconds", "1", "--json"],
