@@ -20,7 +20,7 @@ from sqsbatch.cli.app import app
 from sqsbatch.dev.server import LocalSqs
 from tests.cli.test_cli_process import SCRIPT, env
 from tests.support.cli_results import ok, one_line_error
-from tests.support.processes import spawned
+from tests.support.processes import PIPED, spawned
 from tests.support.silent_proxy import SilentProxy, silent_proxy
 from tests.support.sqs_helpers import visible
 from tests.support.waiting import wait_for
@@ -152,9 +152,7 @@ def test_consume_whose_endpoint_stops_answering_fails_its_health_check_and_exits
             [*command, *kind, "--health-file", str(path)],
             cwd=tmp_path,
             env=environment,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+            **PIPED,
         ) as process:
             wait_for(lambda: script_health(path) == 0, "the file fresh")
             # When the endpoint accepts connections and never answers
@@ -205,9 +203,7 @@ def test_consume_caught_settling_by_a_silent_endpoint_exits_with_its_stats_and_l
             [*command, "--poll-seconds", "1", "--json"],
             cwd=tmp_path,
             env=environment,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+            **PIPED,
         ) as process:
             wait_for((tmp_path / "held").exists, "the handler holds the batch")
             # When the endpoint goes silent just as the batch's delete goes out

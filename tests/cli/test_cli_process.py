@@ -18,7 +18,7 @@ import pytest
 
 from sqsbatch import Producer, create_queue
 from sqsbatch.dev.server import LOCAL_CREDENTIALS, LocalSqs
-from tests.support.processes import spawned
+from tests.support.processes import PIPED, spawned
 from tests.support.sqs_helpers import depth
 from tests.support.waiting import GUARD_SECONDS, wait_for
 
@@ -77,9 +77,7 @@ def dev_server() -> Iterator[tuple[subprocess.Popen[str], str]]:
     with spawned(
         [str(SCRIPT), "dev", "--port", "0"],
         env=env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        **PIPED,
     ) as process:
         assert process.stdout is not None
         first = process.stdout.readline().strip()
@@ -143,9 +141,7 @@ def test_consume_stops_gracefully_on_sigterm(
         ],
         env=env(local_sqs),
         cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        **PIPED,
     ) as process:
         wait_for((tmp_path / "seen").exists, "the handler ran")
         wait_for(lambda: depth(sqs, name) == 0, "the queue drained")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -23,7 +22,7 @@ from sqsbatch.dev.server import LocalSqs
 from sqsbatch.errors import ConfigError, SqsBatchError
 from tests.cli.test_cli_process import SCRIPT, env
 from tests.support.cli_results import ok, one_line_error
-from tests.support.processes import spawned
+from tests.support.processes import PIPED, spawned
 from tests.support.redrive import make_queues
 from tests.support.silent_proxy import silent_proxy
 from tests.support.waiting import wait_for
@@ -145,9 +144,7 @@ def test_redrive_run_exits_1_with_its_counters_when_the_watchdog_fires(
         with spawned(
             [*command, "--json", "--health-file", str(path)],
             env=environment,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+            **PIPED,
         ) as process:
             wait_for(lambda: age_seconds(path, time.time()) is not None, "a first receive")
             proxy.silence()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import threading
 from collections.abc import Callable
@@ -25,7 +24,7 @@ import redrive.manual
 from redrive.daemon import execute as execute_for_real
 from sqsbatch.cli.app import app
 from sqsbatch.dev.server import LocalSqs
-from tests.support.processes import spawned
+from tests.support.processes import PIPED, spawned
 from tests.support.redrive import dead_letter, make_queues
 from tests.support.silent_proxy import silent_proxy
 from tests.support.sqs_helpers import depth
@@ -117,9 +116,7 @@ def test_a_second_sigint_stops_redrive_run_at_once_with_130(
     with silent_proxy(local_sqs.endpoint_url) as proxy:
         env = {**os.environ, **local_sqs.environment(), "REDRIVE_WAIT_SECONDS": "20"}
         env["AWS_ENDPOINT_URL_SQS"] = proxy.endpoint_url
-        with spawned(
-            command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        ) as daemon:
+        with spawned(command, env=env, **PIPED) as daemon:
             assert daemon.stderr is not None
             reader = threading.Thread(target=lambda: lines.extend(daemon.stderr or []), daemon=True)
             reader.start()

@@ -7,6 +7,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+PIPED: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+"""`spawned`'s keywords for a child whose stdout and stderr the test reads, as text."""
+
 
 @contextmanager
 def spawned(args: Sequence[str], **popen: Any) -> Iterator[subprocess.Popen[Any]]:
