@@ -77,6 +77,11 @@ MetricsMode = Literal["off", "emf"]
 METRICS_NAMESPACE_PATTERN = r"^[A-Za-z0-9._#:/-]{1,255}$"
 """What CloudWatch accepts as a namespace (aws-embedded-metrics' own check, written out)."""
 MetricsNamespace = Annotated[str, Field(pattern=METRICS_NAMESPACE_PATTERN)]
+DYNAMODB_TABLE_PATTERN = r"^[A-Za-z0-9_.-]{3,255}$"
+"""What DynamoDB accepts as a table name."""
+DynamoDBTable = Annotated[str, Field(pattern=DYNAMODB_TABLE_PATTERN)]
+MAX_IDEMPOTENCY_TTL = 31_536_000
+"""365 days: the longest `idempotency_ttl` (its default is at most 28; see docs/idempotency.md)."""
 
 # The values read from sqsbatch.toml for the queue being configured, handed to the settings
 # source below for the duration of one construction.
@@ -156,6 +161,14 @@ class ConsumerConfig(_Settings):
     metrics_interval: Seconds = Field(default=60.0, gt=0, le=3600)
     """The pollers write their metrics once per interval; under Lambda, once per batch."""
 
+    # The idempotency guard (docs/idempotency.md).
+    idempotency_table: DynamoDBTable | None = None
+    """A DynamoDB table (key `pk`): the guard's store. None: no guard from the settings."""
+    idempotency_ttl: WholeSeconds | None = Field(default=None, ge=60, le=MAX_IDEMPOTENCY_TTL)
+    """Seconds a completed key is kept. None: the queue's retention plus its DLQ's, at most
+    28 days (`sqsbatch._core.idempotency.default_ttl`)."""
+    claim_seconds: Seconds | None = Field(default=None, gt=0, le=43_200)
+    """How long a claim lasts. None: as long as sqsbatch holds the message."""
     # Holding back (docs/pressure.md). Read and checked here; the pollers act on them once wired.
     pause_check_seconds: Seconds = Field(default=60.0, ge=1, le=3600)
     """How often a poller reads the queue's pause tags (one `ListQueueTags` each time)."""
@@ -286,6 +299,7 @@ def describe_error(cls: type[BaseSettings], exc: ValidationError, *, what: str =
 
 _PATTERNS = {
     METRICS_NAMESPACE_PATTERN: "1 to 255 of the characters A-Z a-z 0-9 . _ # : / -",
+    DYNAMODB_TABLE_PATTERN: "a DynamoDB table name: 3 to 255 of the characters A-Z a-z 0-9 _ . -",
 }
 _KINDS = {int: "int", float: "float", str: "text", bool: "true or false"}
 

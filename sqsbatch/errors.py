@@ -6,6 +6,7 @@
     │   └── FifoError                  a request that SQS FIFO queues forbid (delays, no group id)
     ├── EventError (ValueError)        a Lambda event that is not one SQS batch of one queue
     ├── AwaitableReturned (TypeError)  a sync handler returned an awaitable that nothing ran
+    ├── StoreUnavailable               the idempotency store cannot be reached (fail closed)
     ├── Overloaded                     raised by a handler: downstream is overloaded, hold back
     └── SqsError                       SQS said no (translated from botocore at one boundary)
         ├── QueueNotFound              the queue (or its DLQ) does not exist
@@ -33,6 +34,7 @@ __all__ = [
     "SendError",
     "SqsBatchError",
     "SqsError",
+    "StoreUnavailable",
 ]
 
 
@@ -69,6 +71,12 @@ class AwaitableReturned(SqsBatchError, TypeError):
             "(sqsbatch consume --async) or lambda_handler, or make it def"
         )
         self.awaitable = returned if kept else None
+
+
+class StoreUnavailable(SqsBatchError):
+    """The idempotency store (`sqsbatch.idempotency`) could not be reached or refused a call
+    for a reason other than a key's condition: the guard fails closed (the batch is retried,
+    nothing is skipped). The message names the store and what went wrong."""
 
 
 class Overloaded(SqsBatchError):

@@ -50,10 +50,18 @@ class AsyncProducer(ProducerBase):
         group_id: str | None = None,
         deduplication_id: str | None = None,
         ttl_seconds: float | None = None,
+        idempotency_key: str | None = None,
     ) -> str:
         """Send one message; returns its id (the `message.id` the consumer will see)."""
         request = MessageSendRequest(
-            body, delay_seconds, content_type, attributes, group_id, deduplication_id, ttl_seconds
+            body,
+            delay_seconds,
+            content_type,
+            attributes,
+            group_id,
+            deduplication_id,
+            ttl_seconds,
+            idempotency_key,
         )
         return (await self.send_batch([request]))[0]
 

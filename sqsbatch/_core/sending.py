@@ -14,10 +14,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, TypeVar
 
-from sqsbatch._core.attributes import SendAttribute, encode_attributes
+from sqsbatch._core.attributes import SendAttribute, check_unicode, encode_attributes
+from sqsbatch._core.bodies import encode_body
 from sqsbatch._core.calls import BatchRun, Entry
 from sqsbatch._core.entries import Outbound, hop_delay, send_entry
-from sqsbatch._core.envelope import ContentType, Envelope, encode_body
+from sqsbatch._core.envelope import ContentType, Envelope
 from sqsbatch._core.message import check_delay
 from sqsbatch._core.shapes import is_fifo, queue_name
 from sqsbatch.config import MAX_TTL_SECONDS
@@ -29,12 +30,14 @@ __all__ = [
     "MessageSendRequest",
     "SendPlan",
     "as_request",
+    "check_idempotency_key",
     "check_ttl",
     "content_dedup_query",
     "has_content_dedup",
 ]
 
 MAX_SEND_BATCH = 100
+MAX_IDEMPOTENCY_KEY = 256
 T = TypeVar("T")
 
 
@@ -51,6 +54,9 @@ class MessageSendRequest:
     ttl_seconds: float | None = None
     """A deadline, seconds from the send (1..1209600): past it the consumer dead-letters the
     message with reason `expired` instead of handling it."""
+    idempotency_key: str | None = None
+    """What makes two sends one piece of work for an idempotency guard (1..256 characters);
+    None: the message's own id (`message.idempotency_key`)."""
 
 
 _REQUEST_FIELDS = frozenset(f.name for f in fields(MessageSendRequest))
@@ -107,7 +113,10 @@ class SendPlan:
             delay = _first_given(own, batch_delay, default_delay)
             body, content_type = encode_body(request.body, request.content_type)
             envelope = Envelope(
-                content_type=content_type, traceparent=traceparent, tracestate=tracestate
+                content_type=content_type,
+                traceparent=traceparent,
+                tracestate=tracestate,
+                idempotency_key=check_idempotency_key(request.idempotency_key),
             )
             ttl = _first_given(
                 check_ttl("ttl_seconds", request.ttl_seconds), batch_ttl, default_ttl
@@ -152,6 +161,20 @@ class SendPlan:
 
 def _first_given(*values: T | None) -> T | None:
     return next((value for value in values if value is not None), None)
+
+
+def check_idempotency_key(value: object) -> str | None:
+    """An idempotency key: 1..256 characters of text SQS carries, or None for "not given"."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not 1 <= len(value) <= MAX_IDEMPOTENCY_KEY:
+        shown = f"{len(value)} characters" if isinstance(value, str) else type(value).__name__
+        raise MessageError(
+            f"idempotency_key is invalid ({shown}): must be a str of 1..{MAX_IDEMPOTENCY_KEY} "
+            "characters"
+        )
+    check_unicode(value, "idempotency_key")
+    return value
 
 
 def check_ttl(name: str, value: object) -> float | None:

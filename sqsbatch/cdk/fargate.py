@@ -28,7 +28,7 @@ from sqsbatch.errors import ConfigError
 __all__ = ["FargateConsumer", "RedriveService", "TaskSize", "container_image"]
 
 ECS_MAX_STOP_TIMEOUT = 120
-HEALTH_FILE = "/tmp/sqsbatch._shell.health"
+HEALTH_FILE = "/tmp/sqsbatch.health"
 """Where the consumer and the daemon touch their health file inside the container."""
 HEALTH_MAX_AGE_SECONDS = 60
 """Three long polls of 20 s: a loop that has not completed a receive (nor kept every slot busy)

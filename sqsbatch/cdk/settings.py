@@ -188,6 +188,8 @@ class InfraSettings(_Strict):
     # Extra receives before SQS dead-letters a Lambda consumer's message: a throttled invocation
     # counts as a receive. maxReceiveCount = max_retries + 1 + redrive_headroom.
     redrive_headroom: int = Field(default=DEFAULT_REDRIVE_HEADROOM, ge=0, le=100)
+    idempotency: bool = False
+    """A DynamoDB table for the idempotency guard, passed to every consumer (idempotency.md)."""
     redrive: RedriveSettings = RedriveSettings()
     queues: list[QueueSettings] = []
 
