@@ -19,7 +19,6 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from redrive.bucket import TokenBucket
 from redrive.decide import Disposition, DlqMessage, Kind, decide, read, route
 from redrive.plan import Step, StepResult, counts, move, throttle
 from redrive.policy import BackoffPolicy, JitterSource
@@ -28,6 +27,7 @@ from redrive.report import RedriveStats, event
 from redrive.watchdog import Watchdog, default_stall_seconds
 from sqsbatch._core.intake import ReceiveErrors, receive_messages
 from sqsbatch._core.metrics import REDRIVE_METRICS
+from sqsbatch._core.rate import TokenBucket
 from sqsbatch._core.shapes import queue_name
 from sqsbatch._shell.emf_writer import EmfMetrics, check_metrics
 from sqsbatch._shell.health import HealthFile

@@ -17,13 +17,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from redrive.bucket import TokenBucket
 from redrive.decide import Disposition, DlqMessage, Kind
 from sqsbatch._core.calls import BatchRun, Entry, EntryResult
 from sqsbatch._core.closing import sent_keys
 from sqsbatch._core.entries import TwoPhase, copy_of, send_entry
 from sqsbatch._core.envelope import Envelope, carry
 from sqsbatch._core.flows import Flow, batch_calls
+from sqsbatch._core.rate import TokenBucket
 from sqsbatch._core.shapes import is_fifo, queue_name
 from sqsbatch.errors import MessageError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
@@ -215,7 +215,7 @@ def throttle(steps: list[Step], bucket: TokenBucket | None, now: float) -> list[
     if bucket is None:
         return steps
     moves = [i for i, step in enumerate(steps) if step.disposition.kind is Kind.MOVE]
-    granted = bucket.take(len(moves), now)
+    granted = bucket.take(now, len(moves)).count
     for rank, index in enumerate(moves[granted:], start=1):
         wait = max(1, math.ceil(bucket.wait_seconds(rank, now)))
         hidden = replace(steps[index].disposition, kind=Kind.HIDE, hide_seconds=wait)

@@ -24,6 +24,8 @@ from sqsbatch.errors import (
     FifoError,
     MessageError,
     Overloaded,
+    PayloadError,
+    PayloadMissing,
     QueueNotFound,
     SendError,
     SqsBatchError,
@@ -32,6 +34,7 @@ from sqsbatch.errors import (
 from sqsbatch.lambda_adapter import LambdaContext, lambda_handler
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from sqsbatch.pausing import pause_queue, resume_queue
+from sqsbatch.payloads import S3Payloads
 from sqsbatch.queues import create_queue
 
 __all__ = [
@@ -53,9 +56,12 @@ __all__ = [
     "MessageError",
     "MessageSendRequest",
     "Overloaded",
+    "PayloadError",
+    "PayloadMissing",
     "Producer",
     "ProducerConfig",
     "QueueNotFound",
+    "S3Payloads",
     "SendError",
     "SqsBatchError",
     "SqsError",

@@ -6,6 +6,7 @@
     │   └── FifoError                  a request that SQS FIFO queues forbid (delays, no group id)
     ├── EventError (ValueError)        a Lambda event that is not one SQS batch of one queue
     ├── AwaitableReturned (TypeError)  a sync handler returned an awaitable that nothing ran
+    ├── StoreUnavailable               the idempotency store cannot be reached (fail closed)
     ├── Overloaded                     raised by a handler: downstream is overloaded, hold back
     └── SqsError                       SQS said no (translated from botocore at one boundary)
         ├── QueueNotFound              the queue (or its DLQ) does not exist
@@ -29,10 +30,14 @@ __all__ = [
     "HandlerTimeout",
     "MessageError",
     "Overloaded",
+    "PayloadError",
+    "PayloadMissing",
+    "PointerError",
     "QueueNotFound",
     "SendError",
     "SqsBatchError",
     "SqsError",
+    "StoreUnavailable",
 ]
 
 
@@ -69,6 +74,32 @@ class AwaitableReturned(SqsBatchError, TypeError):
             "(sqsbatch consume --async) or lambda_handler, or make it def"
         )
         self.awaitable = returned if kept else None
+
+
+class StoreUnavailable(SqsBatchError):
+    """The idempotency store (`sqsbatch.idempotency`) could not be reached or refused a call
+    for a reason other than a key's condition: the guard fails closed (the batch is retried,
+    nothing is skipped). The message names the store and what went wrong."""
+
+
+class PayloadError(SqsBatchError):
+    """A large payload could not be written to or read from S3 (`sqsbatch.payloads`): the
+    message names the bucket, the key when there is one, and what S3 said."""
+
+
+class PayloadMissing(PayloadError):
+    """A pointer's S3 object does not exist (deleted, expired, or never written): the consumer
+    dead-letters its message with reason `payload_missing`."""
+
+    def __init__(self, bucket: str, key: str) -> None:
+        super().__init__(f"payload s3://{bucket}/{key} does not exist")
+        self.bucket = bucket
+        self.key = key
+
+
+class PointerError(SqsBatchError, ValueError):
+    """A message marked as a large payload (`ExtendedPayloadSize` or `SQSLargePayloadSize`) whose
+    body is not the extended client's S3 pointer."""
 
 
 class Overloaded(SqsBatchError):

@@ -7,6 +7,7 @@ classes).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping
 from contextlib import AsyncExitStack
 from types import TracebackType
@@ -32,6 +33,8 @@ class AsyncProducer(ProducerBase):
 
     `client` is an aiobotocore SQS client already entered. Without one, the producer opens its
     own on first use: close it with `await producer.aclose()`, or use `async with`.
+    `large_payloads`: an `S3Payloads`, to send messages past its threshold through S3 (its
+    boto3 calls run in a thread).
     """
 
     _sqs: AsyncSqs
@@ -50,10 +53,18 @@ class AsyncProducer(ProducerBase):
         group_id: str | None = None,
         deduplication_id: str | None = None,
         ttl_seconds: float | None = None,
+        idempotency_key: str | None = None,
     ) -> str:
         """Send one message; returns its id (the `message.id` the consumer will see)."""
         request = MessageSendRequest(
-            body, delay_seconds, content_type, attributes, group_id, deduplication_id, ttl_seconds
+            body,
+            delay_seconds,
+            content_type,
+            attributes,
+            group_id,
+            deduplication_id,
+            ttl_seconds,
+            idempotency_key,
         )
         return (await self.send_batch([request]))[0]
 
@@ -67,9 +78,17 @@ class AsyncProducer(ProducerBase):
         """Send up to 100 messages in calls of at most 10 entries and 1 MiB; returns their ids."""
         plan = self._plan(messages, delay_seconds, ttl_seconds)
         await self._open()
-        url = await self._sqs.queue_url(self.queue)
-        entries = plan.entries(url, content_dedup=await self._has_content_dedup(url, plan))
-        return plan.ids(await self._sqs.execute(BatchRun(entries, limits=self._limits)))
+        if self.large_payloads is not None and plan.uploads:  # the payloads first (boto3's S3,
+            await asyncio.to_thread(self.large_payloads.put, plan.uploads)  # in a thread)
+        try:
+            url = await self._sqs.queue_url(self.queue)
+            entries = plan.entries(url, content_dedup=await self._has_content_dedup(url, plan))
+            run = await self._sqs.execute(BatchRun(entries, limits=self._limits))
+        except BaseException:
+            self._orphans(plan, None)
+            raise
+        self._orphans(plan, run)
+        return plan.ids(run)
 
     async def _has_content_dedup(self, url: str, plan: SendPlan) -> bool:
         if not plan.needs_content_dedup:

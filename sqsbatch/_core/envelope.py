@@ -1,4 +1,5 @@
-"""Bodies and the one `sqsbatch` message attribute that carries the library's metadata.
+"""The one `sqsbatch` message attribute that carries the library's metadata (bodies themselves
+are `sqsbatch._core.bodies`).
 
 A message keeps SQS's `MessageId` and `SentTimestamp` as its id and timestamp until sqsbatch
 re-sends it (to a DLQ, back from one, or in delay hops); a re-sent copy carries them in the
@@ -11,27 +12,23 @@ here is pure: no I/O, no clock (times come in as arguments).
 
 from __future__ import annotations
 
-import base64
-import binascii
 import functools
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeVar
-
-from pydantic import BaseModel
+from typing import Any, TypeVar
 
 from sqsbatch._core.attributes import (
     ATTRIBUTE,
     AttributeValue,
     SendAttribute,
     UserAttribute,
-    check_unicode,
     encode_attributes,
     payload_size,
     user_value,
 )
+from sqsbatch._core.bodies import CONTENT_TYPES, ContentType, decode_body
 from sqsbatch._core.trace_headers import xray_traceparent
 from sqsbatch.errors import MessageError
 
@@ -53,17 +50,13 @@ __all__ = [
     "check_reason",
     "death_reason",
     "decode",
-    "decode_body",
     "encode_attributes",
-    "encode_body",
     "payload_size",
     "read_envelope",
 ]
 
 T = TypeVar("T")
 VERSION = 1
-ContentType = Literal["json", "text", "bytes"]
-CONTENT_TYPES: tuple[ContentType, ...] = ("json", "text", "bytes")
 MAX_ERROR_CHARS = 1024
 MAX_REASON_CHARS = 1024
 """The longest reason `dead_letter(reason)` takes."""
@@ -165,6 +158,9 @@ class Envelope:
     """How many times sqsbatch dead-lettered it in all (the history keeps the last 10)."""
     dead_count_at_redrive: int | None = None
     """`dead_count` when it was last redriven (None: never redriven, or by an older sqsbatch)."""
+    idempotency_key: str | None = None
+    """The producer's key for "the same piece of work" (`send(..., idempotency_key=)`); None:
+    `message.id` is the key."""
     traceparent: str | None = None
     tracestate: str | None = None
     """The W3C trace context of the producer's span (`sqsbatch._shell.tracing`); kept by
@@ -184,6 +180,7 @@ class Envelope:
             "exp": self.expires_at,
             "dc": self.dead_count or None,
             "dcr": self.dead_count_at_redrive,
+            "ik": self.idempotency_key,
             "tp": self.traceparent,
             "tst": self.tracestate,
         }
@@ -227,6 +224,7 @@ class Envelope:
             expires_at=_epoch(data.get("exp")),
             dead_count=int(data.get("dc", len(deaths))),
             dead_count_at_redrive=_optional(int, data.get("dcr")),
+            idempotency_key=_text(data.get("ik")),
             traceparent=_text(data.get("tp")),
             tracestate=_text(data.get("tst")),
         )
@@ -275,49 +273,6 @@ class DecodedMessage:
     group_id: str | None = None
     trace_header: str | None = None
     """SQS's `AWSTraceHeader` system attribute (X-Ray), when the sender had one."""
-
-
-def encode_body(body: object, content_type: ContentType | None = None) -> tuple[str, ContentType]:
-    """The SQS body for `body`: JSON by default, `str` as text, `bytes` as base64."""
-    if body is None:
-        raise MessageError("body is None: send a value, a str or bytes")
-    body = _model_json(body, content_type)
-    content_type = content_type or _content_type_of(body)
-    if content_type not in CONTENT_TYPES:
-        accepted = ", ".join(CONTENT_TYPES)
-        raise MessageError(f"content_type={content_type!r} is invalid (accepted: {accepted})")
-    if content_type == "bytes":
-        if not isinstance(body, bytes | bytearray):
-            raise MessageError(f"content_type='bytes' needs bytes, not {type(body).__name__}")
-        return base64.b64encode(bytes(body)).decode("ascii"), content_type
-    if content_type == "text":
-        if not isinstance(body, str):
-            raise MessageError(f"content_type='text' needs str, not {type(body).__name__}")
-        text = body
-    else:
-        try:
-            text = json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise MessageError(f"body is not JSON-serialisable: {exc}") from None
-    if not text:
-        raise MessageError("body is empty: SQS refuses empty messages")
-    check_unicode(text, "body")
-    return text, content_type
-
-
-def _model_json(body: object, content_type: ContentType | None) -> object:
-    """A pydantic model instance as its JSON value; any other body as it is."""
-    if not isinstance(body, BaseModel):
-        return body
-    if content_type not in (None, "json"):
-        raise MessageError(f"content_type={content_type!r}: a pydantic model is sent as json")
-    return body.model_dump(mode="json")
-
-
-def _content_type_of(body: object) -> ContentType:
-    if isinstance(body, bytes | bytearray):
-        return "bytes"
-    return "text" if isinstance(body, str) else "json"
 
 
 def decode(raw: Mapping[str, Any], *, base_attempts_override: int | None = None) -> DecodedMessage:
@@ -397,18 +352,3 @@ def _seconds(value: object) -> float:
 
 def _epoch(value: object) -> float | None:
     return None if value is None else _seconds(value)
-
-
-def decode_body(text: str, content_type: ContentType) -> Any:
-    """A received body as its content type says: JSON or base64 that do not parse stay text."""
-    if content_type == "json":
-        try:
-            return json.loads(text)
-        except ValueError:
-            return text
-    if content_type == "bytes":
-        try:
-            return base64.b64decode(text, validate=True)
-        except (binascii.Error, ValueError):
-            return text
-    return text

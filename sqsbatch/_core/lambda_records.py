@@ -15,13 +15,8 @@ from datetime import UTC, datetime
 from itertools import repeat
 from typing import Any, cast, overload
 
-from sqsbatch._core.envelope import (
-    FOREIGN,
-    DecodedMessage,
-    Envelope,
-    decode,
-    decode_body,
-)
+from sqsbatch._core.bodies import decode_body
+from sqsbatch._core.envelope import FOREIGN, DecodedMessage, Envelope, decode
 from sqsbatch._core.lambda_event import ParsedEvent, _received
 from sqsbatch._core.ledger import Ledger
 from sqsbatch._core.message import Message, MessageBatch, _Delivery

@@ -103,6 +103,10 @@ class _Delivery:
         return self.envelope.deaths
 
     @property
+    def idempotency_key(self) -> str:
+        return self.envelope.idempotency_key or self.id
+
+    @property
     def expires_at(self) -> float | None:
         """The producer's deadline, wall-clock epoch seconds (None: it has none)."""
         return self.envelope.expires_at
@@ -140,6 +144,19 @@ class Message:
     def id(self) -> str:
         """Stable across redeliveries, dead-lettering and re-sends."""
         return self._delivery.id
+
+    @property
+    def group_id(self) -> str | None:
+        """Its `MessageGroupId`: on a FIFO queue the group whose order it keeps; on a standard
+        (fair) queue its tenant. None when the producer gave none."""
+        return self._delivery.group_id
+
+    @property
+    def idempotency_key(self) -> str:
+        """What makes two messages one piece of work: the key the producer gave
+        (`send(..., idempotency_key=)`), else `id`. Kept through DLQ copies, delay hops and
+        redrives; pass it to a downstream API that takes one."""
+        return self._delivery.idempotency_key
 
     @property
     def body(self) -> Any:

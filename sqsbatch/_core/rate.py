@@ -4,12 +4,15 @@ Applied before receiving: a receive asks for at most what the bucket grants (`ta
 SQS did not return goes back (`give_back`), so nothing is ever received beyond the rate and no
 message waits, invisible, for its turn. The bucket holds at most `burst` tokens (one second's
 worth, at least 1), full at start. Per process: a fleet divides the rate by its task count.
+The redrive daemon paces its moves back to the sources with the same bucket.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+from sqsbatch.errors import ConfigError
 
 __all__ = ["Grant", "TokenBucket"]
 
@@ -27,12 +30,13 @@ class TokenBucket:
     """`rate` messages a second on average, at most `burst` at once."""
 
     def __init__(self, rate: float, *, now: float, burst: float | None = None) -> None:
-        if not (rate > 0 and math.isfinite(rate)):
-            raise ValueError(f"rate={rate!r} is invalid: must be > 0")
+        number = isinstance(rate, int | float) and not isinstance(rate, bool)
+        if not (number and rate > 0 and math.isfinite(rate)):
+            raise ConfigError(f"rate={rate!r} is invalid (accepted: messages/s > 0)")
         self.rate = rate
         self.burst = max(1.0, rate) if burst is None else burst
         if self.burst < 1:
-            raise ValueError(f"burst={burst!r} is invalid: must be >= 1")
+            raise ConfigError(f"burst={burst!r} is invalid (accepted: >= 1)")
         self._tokens = self.burst
         self._last = now
 
@@ -46,6 +50,11 @@ class TokenBucket:
         if wanted <= 0:
             return Grant(0)
         return Grant(0, wait=(1.0 - self._tokens) / self.rate)
+
+    def wait_seconds(self, count: int, now: float) -> float:
+        """How long until `count` more tokens are in the bucket (0 when they already are)."""
+        self._refill(now)
+        return max(0.0, (count - self._tokens) / self.rate)
 
     def give_back(self, count: int, now: float) -> None:
         """`count` granted messages that a receive did not return."""

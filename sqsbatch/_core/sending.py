@@ -10,15 +10,17 @@ default. Delays past SQS's 900 s travel in hops.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, TypeVar
 
-from sqsbatch._core.attributes import SendAttribute, encode_attributes
+from sqsbatch._core.attributes import SendAttribute, check_unicode, encode_attributes
+from sqsbatch._core.bodies import encode_body
 from sqsbatch._core.calls import BatchRun, Entry
 from sqsbatch._core.entries import Outbound, hop_delay, send_entry
-from sqsbatch._core.envelope import ContentType, Envelope, encode_body
+from sqsbatch._core.envelope import ContentType, Envelope
 from sqsbatch._core.message import check_delay
+from sqsbatch._core.payloads import Offload, Upload, offload
 from sqsbatch._core.shapes import is_fifo, queue_name
 from sqsbatch.config import MAX_TTL_SECONDS
 from sqsbatch.errors import FifoError, MessageError, SendError
@@ -29,12 +31,14 @@ __all__ = [
     "MessageSendRequest",
     "SendPlan",
     "as_request",
+    "check_idempotency_key",
     "check_ttl",
     "content_dedup_query",
     "has_content_dedup",
 ]
 
 MAX_SEND_BATCH = 100
+MAX_IDEMPOTENCY_KEY = 256
 T = TypeVar("T")
 
 
@@ -51,6 +55,9 @@ class MessageSendRequest:
     ttl_seconds: float | None = None
     """A deadline, seconds from the send (1..1209600): past it the consumer dead-letters the
     message with reason `expired` instead of handling it."""
+    idempotency_key: str | None = None
+    """What makes two sends one piece of work for an idempotency guard (1..256 characters);
+    None: the message's own id (`message.idempotency_key`)."""
 
 
 _REQUEST_FIELDS = frozenset(f.name for f in fields(MessageSendRequest))
@@ -86,7 +93,10 @@ class SendPlan:
         default_ttl: float | None = None,
         trace: tuple[str | None, str | None] = (None, None),
         limits: SqsLimits = SQS_LIMITS,
+        large: tuple[Offload, Callable[[], str]] | None = None,
     ) -> None:
+        """`large`: where payloads past a threshold go (`Offload`) and the new S3 key's maker;
+        the payloads to put before the send are then `uploads`."""
         items = list(requests)
         if not items:
             raise MessageError("send_batch needs at least one message")
@@ -101,13 +111,17 @@ class SendPlan:
         self.size = len(checked)
         self.needs_content_dedup = fifo and any(r.deduplication_id is None for r in checked)
         self._entries: list[Entry] = []
+        self.uploads: list[Upload] = []
         traceparent, tracestate = trace  # the sender's span, for the consumer's link
         for index, request in enumerate(checked):
             own = check_delay("delay_seconds", request.delay_seconds)
             delay = _first_given(own, batch_delay, default_delay)
             body, content_type = encode_body(request.body, request.content_type)
             envelope = Envelope(
-                content_type=content_type, traceparent=traceparent, tracestate=tracestate
+                content_type=content_type,
+                traceparent=traceparent,
+                tracestate=tracestate,
+                idempotency_key=check_idempotency_key(request.idempotency_key),
             )
             ttl = _first_given(
                 check_ttl("ttl_seconds", request.ttl_seconds), batch_ttl, default_ttl
@@ -126,6 +140,9 @@ class SendPlan:
                 group_id=request.group_id,
                 deduplication_id=request.deduplication_id,
             )
+            if large is not None:
+                outbound, upload = offload(index, outbound, *large)
+                self.uploads += [upload] if upload else []
             self._entries.append(send_entry(str(index), queue, outbound, fifo=fifo, limits=limits))
 
     def entries(self, queue_url: str, *, content_dedup: bool) -> list[Entry]:
@@ -149,9 +166,29 @@ class SendPlan:
         }
         raise SendError([sent[k] for k in sorted(sent, key=int)], failed)
 
+    def orphans(self, run: BatchRun | None) -> list[Upload]:
+        """The uploads whose pointer SQS did not accept (`run` None: the send raised, and what it
+        did is unknown): their objects stay in S3, unreferenced unless the pointer went out."""
+        sent = {result.key for result in run.ok()} if run is not None else set()
+        return [upload for upload in self.uploads if str(upload.index) not in sent]
+
 
 def _first_given(*values: T | None) -> T | None:
     return next((value for value in values if value is not None), None)
+
+
+def check_idempotency_key(value: object) -> str | None:
+    """An idempotency key: 1..256 characters of text SQS carries, or None for "not given"."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not 1 <= len(value) <= MAX_IDEMPOTENCY_KEY:
+        shown = f"{len(value)} characters" if isinstance(value, str) else type(value).__name__
+        raise MessageError(
+            f"idempotency_key is invalid ({shown}): must be a str of 1..{MAX_IDEMPOTENCY_KEY} "
+            "characters"
+        )
+    check_unicode(value, "idempotency_key")
+    return value
 
 
 def check_ttl(name: str, value: object) -> float | None:

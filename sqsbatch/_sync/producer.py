@@ -21,7 +21,10 @@ __all__ = ["Producer"]
 
 
 class Producer(ProducerBase):
-    """Sends to one queue (name or URL). Thread-safe; reuse one per queue."""
+    """Sends to one queue (name or URL). Thread-safe; reuse one per queue.
+
+    `large_payloads`: an `S3Payloads`, to send messages past its threshold through S3.
+    """
 
     _sqs: SyncSqs
 
@@ -38,10 +41,18 @@ class Producer(ProducerBase):
         group_id: str | None = None,
         deduplication_id: str | None = None,
         ttl_seconds: float | None = None,
+        idempotency_key: str | None = None,
     ) -> str:
         """Send one message; returns its id (the `message.id` the consumer will see)."""
         request = MessageSendRequest(
-            body, delay_seconds, content_type, attributes, group_id, deduplication_id, ttl_seconds
+            body,
+            delay_seconds,
+            content_type,
+            attributes,
+            group_id,
+            deduplication_id,
+            ttl_seconds,
+            idempotency_key,
         )
         return self.send_batch([request])[0]
 
@@ -54,9 +65,17 @@ class Producer(ProducerBase):
     ) -> list[str]:
         """Send up to 100 messages in calls of at most 10 entries and 1 MiB; returns their ids."""
         plan = self._plan(messages, delay_seconds, ttl_seconds)
-        url = self._sqs.queue_url(self.queue)
-        entries = plan.entries(url, content_dedup=self._has_content_dedup(url, plan))
-        return plan.ids(self._sqs.execute(BatchRun(entries, limits=self._limits)))
+        if self.large_payloads is not None:
+            self.large_payloads.put(plan.uploads)  # the payloads first, then their pointers
+        try:
+            url = self._sqs.queue_url(self.queue)
+            entries = plan.entries(url, content_dedup=self._has_content_dedup(url, plan))
+            run = self._sqs.execute(BatchRun(entries, limits=self._limits))
+        except BaseException:
+            self._orphans(plan, None)
+            raise
+        self._orphans(plan, run)
+        return plan.ids(run)
 
     def _has_content_dedup(self, url: str, plan: SendPlan) -> bool:
         if not plan.needs_content_dedup:

@@ -35,7 +35,7 @@ def health(
 ) -> None:
     """Exit 0 when PATH was touched within --max-age seconds, else 1 with how stale it is.
 
-    For an ECS container health check: `sqsbatch health /tmp/sqsbatch._shell.health --max-age 90`.
+    For an ECS container health check: `sqsbatch health /tmp/sqsbatch.health --max-age 90`.
     """
     if not max_age > 0:
         raise typer.BadParameter(f"{max_age:g} is invalid: must be > 0", param_hint="--max-age")
@@ -60,4 +60,4 @@ def _nearest(folder: Path) -> str:
         found = sorted(p for p in folder.iterdir() if p.suffix == ".health" and p.is_file())
     except OSError:
         found = []
-    return f", e.g. {found[0] if found else folder / 'sqsbatch._shell.health'}"
+    return f", e.g. {found[0] if found else folder / 'sqsbatch.health'}"

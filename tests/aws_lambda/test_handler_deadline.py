@@ -23,7 +23,7 @@ from sqsbatch import ConsumerConfig, MessageBatch, Producer, create_queue, lambd
 from sqsbatch._shell.handler_alarm import _alarm, can_interrupt, run_sync_handler
 from sqsbatch.errors import HandlerTimeout
 from tests.support.front_ends import EventSourceMapping
-from tests.support.sqs_helpers import drain
+from tests.support.sqs_helpers import drain, fill
 
 NO_TIMER = (0.0, 0.0)
 
@@ -39,8 +39,7 @@ def sigalrm_left_as_found() -> Iterator[None]:
 
 
 def mapping_of(sqs: Any, name: str, bodies: list[int]) -> EventSourceMapping:
-    create_queue(name, client=sqs)
-    Producer(name, client=sqs).send_batch([{"body": b} for b in bodies])
+    fill(sqs, name, bodies)
     return EventSourceMapping(sqs, name, window=0.2, function_timeout=1.5)
 
 

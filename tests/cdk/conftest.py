@@ -32,7 +32,8 @@ TOPIC = "arn:aws:sns:us-east-1:123456789012:ops"
 ASSET = REPO / "infra" / "lambda_asset"
 # A stack with metrics on (tests/cdk/test_metrics.py): orders, a Lambda consumer with its own
 # namespace; emails, an ECS poller flushing every 90 s; audit, metrics off. Both DLQs are
-# redriven, and a KMS key makes the template as scanner-clean as the example's.
+# redriven, and a KMS key makes the template as scanner-clean as the example's; the idempotency
+# guard's table is on (tests/cdk/test_idempotency_table.py).
 METRICS_ON = f"""
 [[queues.consumers]]
 queue = "orders"
@@ -62,6 +63,7 @@ dead_letter_queue = "shared-dlq"
 stack_name = "sqsbatch-metrics"
 alarm_topic_arn = "{TOPIC}"
 kms = "create"
+idempotency = true
 image = {{ ecr_repository = "sqsbatch-app", tag = "v1" }}
 
 [[infra.queues]]

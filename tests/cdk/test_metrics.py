@@ -183,11 +183,13 @@ def test_the_environment_turns_the_consumers_metrics_on(
     (function,) = resources(metrics_synthesis.template, "AWS::Lambda::Function").values()
     monkeypatch.chdir(tmp_path)  # no sqsbatch.toml, as on Lambda
     for key, value in function["Properties"]["Environment"]["Variables"].items():
-        monkeypatch.setenv(key, value)
+        # A reference (the idempotency table's name) resolves at deployment: stand one in
+        monkeypatch.setenv(key, value if isinstance(value, str) else "sqsbatch-Idempotency-1A2B")
     config = ConsumerConfig.load("orders")
     expected = plan_of(metrics_synthesis, "orders").config
     for name in ("metrics", "metrics_namespace", "metrics_interval"):
         assert getattr(config, name) == getattr(expected, name)
+    assert config.idempotency_table == "sqsbatch-Idempotency-1A2B"
 
 
 def test_the_daemons_environment_turns_its_metrics_on(

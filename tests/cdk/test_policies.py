@@ -15,7 +15,13 @@ from tests.cdk.conftest import Synthesis, resources
 
 # AWS accepts only "*" as the resource of this one action; the image pull it allows is scoped.
 UNSCOPABLE = ["ecr:GetAuthorizationToken"]
-EXPECTED_ACKNOWLEDGEMENTS = {"AwsSolutions-ECS2", "AwsSolutions-IAM5[Resource::*]"}
+# The task role's scale-in protection on its cluster's tasks (sqsbatch.cdk.fargate.task_arns).
+TASK_ARNS = "arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task/<ClusterEB0386A7>/*"
+EXPECTED_ACKNOWLEDGEMENTS = {
+    "AwsSolutions-ECS2",
+    "AwsSolutions-IAM5[Resource::*]",
+    f"AwsSolutions-IAM5[Resource::{TASK_ARNS}]",
+}
 
 
 def documents(template: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:

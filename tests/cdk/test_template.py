@@ -16,6 +16,7 @@ from sqsbatch._core.queue_settings import resolve_settings
 from sqsbatch.cdk.encryption import QUEUE_RECEIVE, QUEUE_SEND
 from sqsbatch.cdk.fargate import with_health_file
 from sqsbatch.cdk.rules import VISIBILITY_FACTOR, consumer_environment
+from sqsbatch.cdk.scaling import PER_TASK_EXPRESSION
 from sqsbatch.cdk.settings import FOURTEEN_DAYS, QueuePlan
 from sqsbatch.config import ConsumerConfig
 from tests.cdk.conftest import (
@@ -265,19 +266,18 @@ def test_fargate_consumer_runs_the_async_poller_and_scales_on_backlog(
             "ScalableDimension": "ecs:service:DesiredCount",
         },
     )
-    backlog = {
-        "Id": "backlog",
-        "ReturnData": False,
-        "MetricStat": {
-            "Metric": {
-                "Namespace": "AWS/SQS",
-                "MetricName": "ApproximateNumberOfMessagesVisible",
-                "Dimensions": [{"Name": "QueueName", "Value": queue.name}],
-            },
-            "Stat": "Average",
-        },
-    }
-    per_task = {"Id": "perTask", "Expression": "backlog / tasks", "ReturnData": True}
+
+    def sqs(name: str) -> dict[str, Any]:
+        dimensions = [{"Name": "QueueName", "Value": queue.name}]
+        metric = {"Namespace": "AWS/SQS", "MetricName": name, "Dimensions": dimensions}
+        return {"Metric": metric, "Stat": "Average"}
+
+    visible = {"Id": "visible", "ReturnData": False}
+    visible["MetricStat"] = sqs("ApproximateNumberOfMessagesVisible")
+    in_flight = {"Id": "inFlight", "ReturnData": False}
+    in_flight["MetricStat"] = sqs("ApproximateNumberOfMessagesNotVisible")
+    per_task = {"Id": "perTask", "Expression": PER_TASK_EXPRESSION, "ReturnData": True}
+    assert PER_TASK_EXPRESSION == "(visible + inFlight) / tasks"
     template.has_resource_properties(
         "AWS::ApplicationAutoScaling::ScalingPolicy",
         {
@@ -286,7 +286,12 @@ def test_fargate_consumer_runs_the_async_poller_and_scales_on_backlog(
                 "TargetValue": ecs.messages_per_task,
                 "CustomizedMetricSpecification": {
                     "Metrics": Match.array_with(
-                        [backlog, Match.object_like({"Id": "tasks"}), Match.object_like(per_task)]
+                        [
+                            visible,
+                            in_flight,
+                            Match.object_like({"Id": "tasks"}),
+                            Match.object_like(per_task),
+                        ]
                     )
                 },
             },
@@ -313,11 +318,17 @@ def test_fargate_consumer_role_is_least_privilege(synthesis: Synthesis) -> None:
         "sqs:GetQueueAttributes",
         "sqs:GetQueueUrl",
         "sqs:SendMessage",
+        "sqs:ListQueueTags",
     ]
+    (cluster,) = resources(template, "AWS::ECS::Cluster")
+    tasks = ["arn:", {"Ref": "AWS::Partition"}, ":ecs:", {"Ref": "AWS::Region"}, ":"]
+    tasks += [{"Ref": "AWS::AccountId"}, ":task/", {"Ref": cluster}, "/*"]
+    assert queue.config.scale_in_protection
     assert role_statements(template, role_id) == (
         allowed(on_source, source)
         | allowed(["sqs:SendMessage", "sqs:GetQueueUrl"], dlq)
         | allowed(QUEUE_SEND, arn_of(key_id(template)))
+        | allowed(["ecs:UpdateTaskProtection"], {"Fn::Join": ["", tasks]})
     )
 
 

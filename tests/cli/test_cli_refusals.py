@@ -36,7 +36,7 @@ def test_stats_count_and_interval_go_with_watch(
 
 def test_health_on_a_directory_names_a_file(tmp_path: Path) -> None:
     result = runner.invoke(app, ["health", str(tmp_path), "--max-age", "60"])
-    one_line_error(result, 2, "is a directory", f"e.g. {tmp_path / 'sqsbatch._shell.health'}")
+    one_line_error(result, 2, "is a directory", f"e.g. {tmp_path / 'sqsbatch.health'}")
     (tmp_path / "worker.health").touch()
     result = runner.invoke(app, ["health", str(tmp_path), "--max-age", "60"])
     one_line_error(result, 2, f"e.g. {tmp_path / 'worker.health'}")

@@ -26,17 +26,9 @@ from sqsbatch import (
 )
 from tests.support.faults import throttled, unreachable
 from tests.support.front_ends import AsyncFaulty, aio_client, run_async
-from tests.support.sqs_helpers import depth, drain
+from tests.support.sqs_helpers import depth, drain, fill
+from tests.support.sqs_helpers import quick as config
 from tests.support.waiting import GUARD_SECONDS, telling
-
-
-def config(**values: Any) -> ConsumerConfig:
-    return ConsumerConfig.load(**{"max_batch_timeout": 0.2, **values})
-
-
-def queue_with(sqs: Any, name: str, bodies: list[Any], **options: Any) -> None:
-    create_queue(name, client=sqs, **options)
-    Producer(name, client=sqs).send_batch([{"body": b} for b in bodies])
 
 
 @pytest.mark.parametrize("kind", ["sync", "async"])
@@ -44,7 +36,7 @@ def test_past_handler_timeout_undecided_messages_retry_and_acks_hold(
     kind: str, sqs: Any, name: str
 ) -> None:
     # Given three messages and a handler that acks one, then hangs on its first delivery
-    queue_with(sqs, name, [0, 1, 2])
+    fill(sqs, name, [0, 1, 2])
     cfg = config(handler_timeout=0.5)
     seen: list[tuple[int, int]] = []
     release = threading.Event()
@@ -87,7 +79,7 @@ def test_an_async_handler_that_ignores_its_cancellation_is_settled_without_it(
 ) -> None:
     # Given two messages in batches of one, one slot, and a handler that ignores its
     # cancellation on the first delivery of message 0 until message 1 has been handled
-    queue_with(sqs, name, [0, 1])
+    fill(sqs, name, [0, 1])
     cfg = config(max_batch_size=1, max_concurrency=1, handler_timeout=0.3)
     seen: list[tuple[int, int]] = []
     stuck: list[str] = []
@@ -126,7 +118,7 @@ def test_an_async_handler_that_ignores_its_cancellation_is_settled_without_it(
 
 def test_sigterm_finishes_the_batch_in_flight_and_receives_no_more(sqs: Any, name: str) -> None:
     # Given three messages, batches of one, and a handler that gets SIGTERM mid-batch
-    queue_with(sqs, name, [0, 1, 2])
+    fill(sqs, name, [0, 1, 2])
     handled: list[int] = []
     stopped = threading.Event()
 
@@ -155,7 +147,7 @@ def test_sigterm_finishes_the_batch_in_flight_and_receives_no_more(sqs: Any, nam
 
 def test_throttling_and_network_errors_do_not_stop_the_loop(sqs: Any, name: str) -> None:
     # Given faults around a real client: failed receives, a throttled delete, a lost connection
-    queue_with(sqs, name, [0, 1, 2])
+    fill(sqs, name, [0, 1, 2])
     handled: list[tuple[int, int]] = []
     consumers: list[AsyncConsumer] = []
 
@@ -189,7 +181,7 @@ def test_throttling_and_network_errors_do_not_stop_the_loop(sqs: Any, name: str)
 
 def test_max_concurrency_batches_run_at_once(sqs: Any, name: str) -> None:
     # Given three messages in batches of one, and room for three batches in flight
-    queue_with(sqs, name, [0, 1, 2])
+    fill(sqs, name, [0, 1, 2])
     running: list[int] = []
     peak: list[int] = []
     all_running = asyncio.Event()
@@ -211,7 +203,7 @@ def test_max_concurrency_batches_run_at_once(sqs: Any, name: str) -> None:
 
 def test_the_heartbeat_keeps_a_slow_batch_hidden(sqs: Any, name: str) -> None:
     # Given a 2 s visibility timeout and a handler that takes 3.5 s, with a second slot free
-    queue_with(sqs, name, [0])
+    fill(sqs, name, [0])
     seen: list[int] = []
 
     async def slow(batch: MessageBatch) -> None:
@@ -231,7 +223,7 @@ def test_a_heartbeat_that_fails_by_a_bug_is_logged_and_not_tried_again(
     kind: str, sqs: Any, name: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     # Given a poller whose heartbeat raises (a bug of ours), and a handler that waits for it
-    queue_with(sqs, name, [0])
+    fill(sqs, name, [0])
     tried = threading.Event()
     beats: list[int] = []
 
@@ -271,7 +263,7 @@ def test_a_heartbeat_that_fails_by_a_bug_is_logged_and_not_tried_again(
 
 
 def test_stop_from_a_handler_ends_run(sqs: Any, name: str) -> None:
-    queue_with(sqs, name, [0])
+    fill(sqs, name, [0])
 
     async def main() -> None:
         async with aio_client(sqs) as aio:

@@ -18,23 +18,14 @@ from sqsbatch import (
     Consumer,
     ConsumerConfig,
     MessageBatch,
-    Producer,
     QueueNotFound,
     create_queue,
 )
 from sqsbatch.limits import SqsLimits
 from tests.support.faults import Faulty, unreachable
 from tests.support.scenarios import Recorder
-from tests.support.sqs_helpers import depth, drain
+from tests.support.sqs_helpers import depth, drain, fill
 from tests.support.waiting import GUARD_SECONDS, telling, wait_for
-
-
-def fill(sqs: Any, name: str, bodies: list[Any], **queue: Any) -> Producer:
-    create_queue(name, client=sqs, **queue)
-    producer = Producer(name, client=sqs)
-    for start in range(0, len(bodies), 100):
-        producer.send_batch([{"body": b} for b in bodies[start : start + 100]])
-    return producer
 
 
 def recording(recorder: Recorder, then: Any = None) -> Any:

@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 from opentelemetry import trace
 
-from sqsbatch import Consumer, ConsumerConfig, MessageBatch, Producer, create_queue
+from sqsbatch import Consumer, ConsumerConfig, MessageBatch, Producer
 from sqsbatch.limits import SqsLimits
 from tests.support.faults import ClientProxy
 from tests.support.scenarios import Recorder
 from tests.support.spans import Spans
-from tests.support.sqs_helpers import depth
+from tests.support.sqs_helpers import depth, fill
 from tests.support.waiting import wait_for
 
 WAIT = 30.0
@@ -69,11 +69,6 @@ class Calls(ClientProxy):
         finally:
             with self._lock:
                 self.log.append((op, "end", threading.get_ident()))
-
-
-def fill(sqs: Any, name: str, bodies: list[Any], **queue: Any) -> None:
-    create_queue(name, client=sqs, **queue)
-    Producer(name, client=sqs).send_batch([{"body": b} for b in bodies])
 
 
 def in_thread(target: Any) -> threading.Thread:

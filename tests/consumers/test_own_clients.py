@@ -122,13 +122,14 @@ def test_the_lambda_adapter_without_a_client_skips_validation_and_settles(
 def test_a_producer_without_a_client_still_validates_what_it_is_given(
     kind: str, sqs: Any, name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given a producer that makes its own client, and a group id of the wrong type
+    # Given a producer that makes its own client, and a deduplication id of the wrong type
+    # (sqsbatch checks a group id itself; this one only botocore's validation catches)
     name = f"{name}.fifo"
     create_queue(name, client=sqs)
     monkeypatch.setenv("AWS_ENDPOINT_URL_SQS", sqs.meta.endpoint_url)
-    bad: dict[str, Any] = {"body": "x", "group_id": 7, "deduplication_id": "d"}
+    bad: dict[str, Any] = {"body": "x", "group_id": "g", "deduplication_id": 7}
     # When it sends it, Then botocore refuses it before the request leaves, by name
-    with pytest.raises(SqsBatchError, match="MessageGroupId"):
+    with pytest.raises(SqsBatchError, match="MessageDeduplicationId"):
         if kind == "sync":
             Producer(name).send_batch([bad])
         else:

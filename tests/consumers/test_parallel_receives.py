@@ -13,49 +13,46 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from sqsbatch import AsyncConsumer, Consumer, ConsumerConfig, MessageBatch, Producer, create_queue
+from tests.support.faults import ClientProxy
 from tests.support.front_ends import aio_client
 from tests.support.sqs_helpers import depth
 
 HOLD_SECONDS = 5.0
 
 
-class ReceiveGauge:
+class ReceiveGauge(ClientProxy):
     """Proxies a boto3 client; counts `receive_message` calls in flight at once."""
 
     def __init__(self, client: Any, *, hold: bool) -> None:
-        self._client = client
+        super().__init__(client)
         self._hold = hold
         self._changed = threading.Condition()
         self.calls = self.active = self.peak = 0
 
-    def __getattr__(self, op: str) -> Any:
-        target = getattr(self._client, op)
+    def _call(self, op: str, target: Callable[..., Any], params: dict[str, Any]) -> Any:
         if op != "receive_message":
-            return target
-
-        def receive(**params: Any) -> Any:
-            with self._changed:
-                self.calls += 1
-                later = self.calls > 1
-                self.active += 1
-                self.peak = max(self.peak, self.active)
-                self._changed.notify_all()
-            try:
-                answer = target(**params)
-                if self._hold and later:
-                    with self._changed:
-                        self._changed.wait_for(lambda: self.peak >= 2, HOLD_SECONDS)
-                return answer
-            finally:
+            return target(**params)
+        with self._changed:
+            self.calls += 1
+            later = self.calls > 1
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+            self._changed.notify_all()
+        try:
+            answer = target(**params)
+            if self._hold and later:
                 with self._changed:
-                    self.active -= 1
-
-        return receive
+                    self._changed.wait_for(lambda: self.peak >= 2, HOLD_SECONDS)
+            return answer
+        finally:
+            with self._changed:
+                self.active -= 1
 
 
 class AsyncReceiveGauge:

@@ -152,7 +152,12 @@ def test_batches_are_cut_at_the_payload_limit(sqs: Any, name: str) -> None:
         (lambda p: p.send("x", delay_seconds=-1), "delay_seconds=-1"),
         (lambda p: p.send("x", delay_seconds=1.5), "delay_seconds=1.5"),
         (lambda p: p.send("x", delay_seconds=86_401), "0..86400"),
-        (lambda p: p.send("x", group_id="g"), "FIFO queues"),
+        (lambda p: p.send("x", deduplication_id="d"), "deduplication_id is for FIFO queues"),
+        (lambda p: p.send("x", group_id=""), r"group_id is invalid \(0 characters\)"),
+        (lambda p: p.send("x", group_id=7), r"group_id is invalid \(int\)"),
+        (lambda p: p.send("x", group_id="g" * 129), "1..128 characters"),
+        (lambda p: p.send("x", group_id="tenant 7"), "group_id holds ' '"),
+        (lambda p: p.send("x", group_id="t\u00e9"), "group_id holds"),
     ],
 )
 def test_bad_requests_are_refused_before_any_call(sqs: Any, call: Any, error: str) -> None:

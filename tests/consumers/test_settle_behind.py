@@ -25,26 +25,37 @@ CONFIG = ConsumerConfig.load(max_batch_size=10, max_batch_timeout=0)
 WATCHED = ("receive_message", "delete_message_batch", "change_message_visibility_batch")
 
 
-class CallLog:
-    """Proxies a boto3 client: each watched call's start and end, in order, and `overlapped`,
-    per delete, whether a receive was out at the same time; a delete that started alone has its
-    answer held until a receive starts (at most `HOLD_SECONDS`), but the first `unheld` deletes.
-    `delete_seconds`: each delete takes that much longer, as behind a remote endpoint."""
+class Log:
+    """What both call logs share: the client proxied, each watched call's start and end, in
+    order (`events`), and `overlapped`, per delete, whether a receive was out at the same time;
+    a delete that started alone has its answer held until a receive starts (at most
+    `HOLD_SECONDS`), but the first `unheld` deletes."""
 
-    def __init__(self, client: Any, *, delete_seconds: float = 0.0, unheld: int = 0) -> None:
+    def __init__(self, client: Any, *, unheld: int = 0) -> None:
         self._client = client
-        self._delete_seconds = delete_seconds
         self._unheld = unheld
-        self._changed = threading.Condition()
         self.events: list[tuple[str, str]] = []
         self.overlapped: list[bool] = []
         self._receives = self._receiving = 0
 
     def __getattr__(self, op: str) -> Any:
         target = getattr(self._client, op)
-        if op not in WATCHED:
-            return target
+        return self._watched(op, target) if op in WATCHED else target
 
+    def _watched(self, op: str, target: Any) -> Any:
+        raise NotImplementedError
+
+
+class CallLog(Log):
+    """Proxies a boto3 client (threads). `delete_seconds`: each delete takes that much longer,
+    as behind a remote endpoint."""
+
+    def __init__(self, client: Any, *, delete_seconds: float = 0.0, unheld: int = 0) -> None:
+        super().__init__(client, unheld=unheld)
+        self._delete_seconds = delete_seconds
+        self._changed = threading.Condition()
+
+    def _watched(self, op: str, target: Any) -> Any:
         def call(**params: Any) -> Any:
             receive = op == "receive_message"
             with self._changed:
@@ -71,24 +82,14 @@ class CallLog:
         return call
 
 
-class AsyncCallLog:
-    """Proxies an aiobotocore client: the same log, and `overlapped`, per delete, whether a
-    receive was out at the same time; a delete that started alone has its answer held until a
-    receive starts (at most `HOLD_SECONDS`), but the first `unheld` deletes."""
+class AsyncCallLog(Log):
+    """Proxies an aiobotocore client: the same log, kept on its event loop."""
 
     def __init__(self, client: Any, *, unheld: int = 0) -> None:
-        self._client = client
-        self._unheld = unheld
+        super().__init__(client, unheld=unheld)
         self._changed = asyncio.Condition()
-        self.events: list[tuple[str, str]] = []
-        self.overlapped: list[bool] = []
-        self._receives = self._receiving = 0
 
-    def __getattr__(self, op: str) -> Any:
-        target = getattr(self._client, op)
-        if op not in WATCHED:
-            return target
-
+    def _watched(self, op: str, target: Any) -> Any:
         async def call(**params: Any) -> Any:
             self.events.append(("start", op))
             receive = op == "receive_message"

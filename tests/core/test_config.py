@@ -25,6 +25,9 @@ DEFAULTS = {
     "metrics": "off",  # "emf": CloudWatch Embedded Metric Format lines on stdout
     "metrics_namespace": "sqsbatch",
     "metrics_interval": 60.0,
+    "idempotency_table": None,  # no guard (docs/idempotency.md)
+    "idempotency_ttl": None,  # the queue's retention plus its DLQ's, at most 28 days
+    "claim_seconds": None,  # as long as sqsbatch holds the message
     "pause_check_seconds": 60.0,  # issue 30: holding back (docs/pressure.md)
     "circuit_failures": None,
     "circuit_probe_size": 1,

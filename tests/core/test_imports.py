@@ -20,9 +20,7 @@ PACKAGE = Path(sqsbatch.__file__).parent
 ROOT = PACKAGE.parent
 CORE = sorted((PACKAGE / "_core").glob("*.py"))
 REDRIVE = Path(redrive.__file__).parent
-REDRIVE_PURE = [
-    REDRIVE / f"{name}.py" for name in ("bucket", "decide", "plan", "policy", "reasons")
-]
+REDRIVE_PURE = [REDRIVE / f"{name}.py" for name in ("decide", "plan", "policy", "reasons")]
 
 
 def imports(path: Path) -> set[str]:

@@ -11,7 +11,7 @@ import pytest
 
 from redrive.settings import RedriveSettings
 from sqsbatch import ConfigError, ConsumerConfig, ProducerConfig
-from sqsbatch._core.envelope import encode_body
+from sqsbatch._core.bodies import encode_body
 from sqsbatch.config import accepted_text, load_file
 from sqsbatch.errors import MessageError
 

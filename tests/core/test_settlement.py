@@ -22,10 +22,10 @@ from sqsbatch._core.ledger import (
     Ledger,
     Outcome,
     Verdict,
-    actions_for,
     visibility_allowed,
 )
 from sqsbatch.limits import SqsLimits
+from tests.support.actions import actions_of
 
 ACK, RETRY = Verdict.ACK, Verdict.RETRY
 Step = Callable[[Ledger], object]
@@ -128,16 +128,8 @@ def plan(
     decisions: list[Decision], attempts: list[int], **kwargs: object
 ) -> list[tuple[ActionKind, int]]:
     messages = [Delivered(a, received_at=0.0) for a in attempts]
-    options: dict[str, object] = {
-        "max_retries": 3,
-        "retry_delay": 30,
-        "last_failure": LastFailure.DEAD_LETTER,
-        "failure": ("E", "boom"),
-        "now": 0.0,
-        "wall_now": 1e9,
-    }
-    options.update(kwargs)
-    return [(a.kind, a.delay_seconds) for a in actions_for(messages, decisions, **options)]  # type: ignore[arg-type]
+    actions = actions_of(messages, decisions, **{"retry_delay": 30, **kwargs})
+    return [(a.kind, a.delay_seconds) for a in actions]
 
 
 def test_delay_precedence_and_explicit_zero() -> None:
@@ -192,14 +184,10 @@ def test_when_the_dlq_is_unknown_the_last_failure_is_left_to_sqs_never_deleted()
 
 def test_dead_letter_records_why() -> None:
     messages = [Delivered(4, 0.0), Delivered(4, 0.0)]
-    actions = actions_for(
+    actions = actions_of(
         messages,
         [Decision(RETRY), Decision(RETRY, explicit=False)],
-        max_retries=3,
-        retry_delay=0,
-        last_failure=LastFailure.DEAD_LETTER,
         failure=("KeyError", "'x'"),
-        now=0.0,
         wall_now=123.0,
     )
     assert [(a.error.type, a.error.at) for a in actions if a.error] == [
@@ -229,15 +217,9 @@ def test_fifo_retry_holds_back_the_rest_of_its_group() -> None:
         Decision(ACK, explicit=False),
     ]
     explicit_ack = Decision(ACK)
-    actions = actions_for(
+    actions = actions_of(
         messages,
         [*decisions[:3], explicit_ack, decisions[4]],
-        max_retries=3,
-        retry_delay=0,
-        last_failure=LastFailure.DEAD_LETTER,
-        failure=("E", ""),
-        now=0.0,
-        wall_now=0.0,
         fifo=True,
     )
     assert [(a.kind, a.delay_seconds) for a in actions] == [
@@ -247,15 +229,9 @@ def test_fifo_retry_holds_back_the_rest_of_its_group() -> None:
         (ActionKind.DELETE, 0),
         (ActionKind.DELETE, 0),
     ]
-    implicit = actions_for(
+    implicit = actions_of(
         messages,
         decisions,
-        max_retries=3,
-        retry_delay=0,
-        last_failure=LastFailure.DEAD_LETTER,
-        failure=("E", ""),
-        now=0.0,
-        wall_now=0.0,
         fifo=True,
     )
     assert [a.kind for a in implicit] == [

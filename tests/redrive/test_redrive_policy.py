@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 
 import redrive
-from redrive.bucket import TokenBucket
 from redrive.daemon import jitter_random
 from redrive.decide import DlqMessage, Kind, decide, read, route
 from redrive.plan import moved_envelope, parked_envelope
 from redrive.policy import BackoffPolicy
 from sqsbatch._core.envelope import Death, DecodedMessage, Envelope, ErrorInfo
+from sqsbatch._core.rate import TokenBucket
 from sqsbatch.errors import ConfigError
 
 T0 = 1_800_000_000.0
@@ -253,7 +253,7 @@ def test_the_bucket_never_grants_more_than_rate_times_time_plus_burst() -> None:
     granted, now = 0, 0.0
     # When asked again and again over 20 seconds
     while now < 20.0:
-        granted += bucket.take(3, now)
+        granted += bucket.take(now, 3).count
         now += 0.1
     # Then what went out fits the rate (plus the initial burst of one second's worth)
     assert 5 * 20 <= granted <= 5 * 20 + 5
@@ -261,10 +261,10 @@ def test_the_bucket_never_grants_more_than_rate_times_time_plus_burst() -> None:
 
 def test_the_bucket_says_how_long_until_tokens() -> None:
     bucket = TokenBucket(2, now=0.0)
-    assert bucket.take(10, 0.0) == 2
+    assert bucket.take(0.0, 10).count == 2
     assert bucket.wait_seconds(1, 0.0) == pytest.approx(0.5)
     assert bucket.wait_seconds(3, 0.0) == pytest.approx(1.5)
-    assert bucket.take(1, 0.5) == 1
+    assert bucket.take(0.5, 1).count == 1
 
 
 @pytest.mark.parametrize("rate", [0, -1, float("inf"), True])

@@ -102,6 +102,24 @@ def start(kind: str, name: str, handler: Callable[[MessageBatch], None], **keywo
     return consumer, run_in_thread(consumer)
 
 
+def start_held(
+    kind: str, sqs: Any, name: str, **config: Any
+) -> tuple[str, Any, Runner, threading.Event]:
+    """A queue `name` with one message, and a poller (`config` on top of the fast settings)
+    whose handler has begun and waits, holding its batch, until the event returned is set."""
+    url = sqs.create_queue(QueueName=name)["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody="held")
+    started, release = threading.Event(), threading.Event()
+
+    def held(batch: MessageBatch) -> None:
+        started.set()
+        release.wait(GUARD_SECONDS)
+
+    consumer, runner = start(kind, name, held, config=config)
+    wait_for(started.is_set, "the handler runs")
+    return url, consumer, runner, release
+
+
 KINDS = ["sync", "async"]
 
 
@@ -275,16 +293,7 @@ def test_the_watchdog_lets_the_batch_in_flight_finish_and_settle_before_it_raise
     kind: str, sqs: Any, name: str, proxy: SilentProxy, caplog: pytest.LogCaptureFixture
 ) -> None:
     # Given two slots, one of them running a handler that waits to be released
-    url = sqs.create_queue(QueueName=name)["QueueUrl"]
-    sqs.send_message(QueueUrl=url, MessageBody="in flight")
-    started, release = threading.Event(), threading.Event()
-
-    def held(batch: MessageBatch) -> None:
-        started.set()
-        release.wait(GUARD_SECONDS)
-
-    consumer, runner = start(kind, name, held, config={"max_concurrency": 2})
-    wait_for(started.is_set, "the handler runs")
+    url, consumer, runner, release = start_held(kind, sqs, name, max_concurrency=2)
     # When the endpoint stops answering until the watchdog fires (one slot is free: not busy)
     proxy.silence()
     wait_for(lambda: "stalled" in caplog.text, "the watchdog fires")
@@ -305,16 +314,7 @@ def test_a_delete_caught_by_a_silent_endpoint_gets_one_attempt_once_the_watchdog
     kind: str, sqs: Any, name: str, proxy: SilentProxy
 ) -> None:
     # Given one slot whose handler is held until the endpoint has gone silent
-    url = sqs.create_queue(QueueName=name)["QueueUrl"]
-    sqs.send_message(QueueUrl=url, MessageBody="caught")
-    started, release = threading.Event(), threading.Event()
-
-    def held(batch: MessageBatch) -> None:
-        started.set()
-        release.wait(GUARD_SECONDS)
-
-    consumer, runner = start(kind, name, held, config={"visibility_timeout": 5})
-    wait_for(started.is_set, "the handler runs")
+    url, consumer, runner, release = start_held(kind, sqs, name, visibility_timeout=5)
     # When the endpoint stops answering and the handler returns: its delete meets the silence
     proxy.silence()
     release.set()

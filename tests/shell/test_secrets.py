@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from sqsbatch.cli.app import app
 from sqsbatch.cli.common import Connection
 from sqsbatch.dev.server import LocalSqs
 from sqsbatch.limits import SqsLimits
+from tests.support.faults import ClientProxy
 from tests.support.redrive import dead_letter, make_queues
 
 runner = CliRunner()
@@ -198,35 +200,28 @@ def test_an_sqs_error_quoting_a_receipt_handle_is_translated_without_it() -> Non
     assert HANDLE not in str(translated) and "AQEBx7Zq…k3Q=" in str(translated)
 
 
-class Forgetful:
+class Forgetful(ClientProxy):
     """Proxies an SQS client; records every message id and receipt handle received, and purges
     `queue_url` just before the first call of `op`, so that SQS refuses the handles that call
     carries (moto quotes each one in full)."""
 
     def __init__(self, client: Any, queue_url: str, op: str) -> None:
-        self._client = client
+        super().__init__(client)
         self._queue_url = queue_url
         self._op = op
         self.handles: list[str] = []
         self.ids: list[str] = []
         self.purged = False
 
-    def __getattr__(self, op: str) -> Any:
-        target = getattr(self._client, op)
-        if not callable(target):
-            return target
-
-        def call(**params: Any) -> Any:
-            if op == self._op and not self.purged:  # moto: one purge a minute
-                self.purged = True
-                self._client.purge_queue(QueueUrl=self._queue_url)
-            answer = target(**params)
-            if op == "receive_message":
-                self.handles += [m["ReceiptHandle"] for m in answer.get("Messages", [])]
-                self.ids += [m["MessageId"] for m in answer.get("Messages", [])]
-            return answer
-
-        return call
+    def _call(self, op: str, target: Callable[..., Any], params: dict[str, Any]) -> Any:
+        if op == self._op and not self.purged:  # moto: one purge a minute
+            self.purged = True
+            self._client.purge_queue(QueueUrl=self._queue_url)
+        answer = target(**params)
+        if op == "receive_message":
+            self.handles += [m["ReceiptHandle"] for m in answer.get("Messages", [])]
+            self.ids += [m["MessageId"] for m in answer.get("Messages", [])]
+        return answer
 
 
 def logged(caplog: pytest.LogCaptureFixture) -> str:
