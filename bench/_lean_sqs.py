@@ -23,7 +23,8 @@ AmazonSQS.<Operation>`, JSON in and out; errors are HTTP 400 with `{"__type":
 botocore turns into the error codes SQS's query protocol had):
 - CreateQueue (idempotent; another value for a given attribute -> QueueNameExists), GetQueueUrl,
   ListQueues (prefix, MaxResults/NextToken), DeleteQueue, PurgeQueue, SetQueueAttributes,
-  GetQueueAttributes (`All` or named; the Approximate* counts; FIFO attributes absent).
+  GetQueueAttributes (`All` or named; the Approximate* counts; FIFO attributes absent),
+  ListQueueTags (no tags: a poller's pause check).
   Settable: VisibilityTimeout, DelaySeconds, MessageRetentionPeriod, MaximumMessageSize,
   ReceiveMessageWaitTimeSeconds (ranges checked), Policy, RedriveAllowPolicy, KMS and SSE ones
   (stored, no effect); RedrivePolicy is checked (JSON, a DLQ that exists, maxReceiveCount >= 1),
@@ -456,6 +457,7 @@ class LeanSqs:
             "PurgeQueue": self.purge_queue,
             "GetQueueAttributes": self.get_queue_attributes,
             "SetQueueAttributes": self.set_queue_attributes,
+            "ListQueueTags": self.list_queue_tags,
             "SendMessage": self.send_message,
             "SendMessageBatch": self.send_message_batch,
             "ReceiveMessage": self.receive_message,
@@ -607,6 +609,10 @@ class LeanSqs:
                 raise SqsError("InvalidAttributeName", f"Unknown Attribute {name}.")
         found = queue.attributes(names)
         return {"Attributes": found} if found else {}
+
+    def list_queue_tags(self, payload: Payload, host: str) -> Payload:
+        self.queue(payload)  # a poller's pause check: a queue with no tags
+        return {}
 
     def set_queue_attributes(self, payload: Payload, host: str) -> Payload:
         queue = self.queue(payload)

@@ -2,8 +2,9 @@
 
 The SQS server runs in a process of its own so that its CPU is not the client's; it prints its
 endpoint, and serves until its stdin closes (the bench ends) or SIGALRM (a bound on its life).
-`local_sqs` runs moto's (`sqsbatch.local.LocalSqs`); bench/_lean_sqs.py's `lean_sqs` runs a lean
-in-memory one through `child_server`, for benches where moto's CPU would be the bottleneck.
+`local_sqs` runs moto's (`sqsbatch.dev.server.LocalSqs`); bench/_lean_sqs.py's `lean_sqs`
+runs a lean in-memory one through `child_server`, for benches where moto's CPU would be the
+bottleneck.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ __all__ = ["Server", "child_server", "command", "hand_round", "local_sqs"]
 
 SERVER_CODE = """
 import json, signal, sys
-from sqsbatch import moto_speedup
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev import moto_speedup
+from sqsbatch.dev.server import LocalSqs
 signal.alarm(int(sys.argv[1]))
 with LocalSqs() as server:
     info = {"endpoint": server.endpoint_url, "speedup": moto_speedup.is_applied()}

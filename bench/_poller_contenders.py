@@ -25,10 +25,10 @@ from _stub_sqs import AsyncStubSqs, StubSqs
 from botocore.config import Config
 
 from sqsbatch import AsyncConsumer, Consumer, ConsumerConfig, MessageBatch, Producer
-from sqsbatch._botocore import client_config
 from sqsbatch._core.receiving import connections_for
 from sqsbatch._core.shapes import RECEIVE_SYSTEM_ATTRIBUTES
-from sqsbatch.local import LOCAL_CREDENTIALS
+from sqsbatch._shell.botocore import client_config
+from sqsbatch.dev.server import LOCAL_CREDENTIALS
 
 RECEIVE = {
     "MaxNumberOfMessages": 10,

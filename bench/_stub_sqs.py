@@ -62,6 +62,10 @@ class StubSqs:
         self.pause("GetQueueAttributes")
         return {"Attributes": {}}
 
+    def list_queue_tags(self, **params: Any) -> dict[str, Any]:
+        self.pause("ListQueueTags")  # a poller's pause check: no tags, not paused
+        return {}
+
     def receive_message(self, **params: Any) -> dict[str, Any]:
         self.pause("ReceiveMessage")
         messages = self.take(params["QueueUrl"], params.get("MaxNumberOfMessages", 1))
@@ -127,6 +131,10 @@ class AsyncStubSqs:
     async def get_queue_attributes(self, **params: Any) -> dict[str, Any]:
         await self.pause("GetQueueAttributes")
         return {"Attributes": {}}
+
+    async def list_queue_tags(self, **params: Any) -> dict[str, Any]:
+        await self.pause("ListQueueTags")
+        return {}
 
     async def receive_message(self, **params: Any) -> dict[str, Any]:
         await self.pause("ReceiveMessage")

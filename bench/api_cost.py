@@ -25,8 +25,8 @@ from typing import Any
 
 from redrive import BackoffPolicy, Redriver
 from sqsbatch import Consumer, ConsumerConfig, MessageBatch, Producer, create_queue
-from sqsbatch.envelope import Envelope, ErrorInfo
-from sqsbatch.local import LocalSqs
+from sqsbatch._core.envelope import Envelope, ErrorInfo
+from sqsbatch.dev.server import LocalSqs
 
 
 def counted(server: LocalSqs) -> tuple[Any, Counter[str]]:

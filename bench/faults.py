@@ -40,7 +40,6 @@ out: messages over the time from the first message handled (redrive: moved, from
 from __future__ import annotations
 
 import argparse
-import base64
 import os
 import signal
 import subprocess
@@ -54,6 +53,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for tests.support
 
 from _ledger import (
     Tally,
@@ -71,6 +72,7 @@ from _proxy import FAULTS, FaultControl, fault_proxy
 
 import sqsbatch
 from sqsbatch import ConsumerConfig, MessageBatch, create_queue, lambda_handler
+from tests.support.front_ends import record as lambda_record
 
 HERE = Path(__file__).resolve().parent
 SERVER_LIFETIME_SECONDS = 14400
@@ -217,33 +219,6 @@ def moved_times(log_path: Path) -> list[float]:
             ident = next((w for w in line.split() if w.startswith("id=")), line)
             first.setdefault(ident, datetime.fromisoformat(line.split()[0]).timestamp())
     return sorted(first.values())
-
-
-def lambda_record(message: dict[str, Any], arn: str) -> dict[str, Any]:
-    """One record as the event source mapping delivers it, from a ReceiveMessage answer."""
-    attributes: dict[str, Any] = {}
-    for name, value in message.get("MessageAttributes", {}).items():
-        shaped: dict[str, Any] = {
-            "dataType": value["DataType"],
-            "stringListValues": [],
-            "binaryListValues": [],
-        }
-        if "StringValue" in value:
-            shaped["stringValue"] = value["StringValue"]
-        if "BinaryValue" in value:
-            shaped["binaryValue"] = base64.b64encode(value["BinaryValue"]).decode()
-        attributes[name] = shaped
-    return {
-        "messageId": message["MessageId"],
-        "receiptHandle": message["ReceiptHandle"],
-        "body": message["Body"],
-        "attributes": dict(message.get("Attributes", {})),
-        "messageAttributes": attributes,
-        "md5OfBody": message["MD5OfBody"],
-        "eventSource": "aws:sqs",
-        "eventSourceARN": arn,
-        "awsRegion": REGION,
-    }
 
 
 @dataclass

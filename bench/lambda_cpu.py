@@ -22,7 +22,7 @@ Not measured: decoding the event, building the processor or adapter, the local S
 The cyclic GC stays on as in Lambda; the CPU it takes during the invocation is printed ("of it
 GC", from `gc.callbacks`), and both contenders run again with it off (`--no-gc-off` skips that).
 
-The adapter's client points at a local SQS (moto, `sqsbatch.local.LocalSqs`) in a separate
+The adapter's client points at a local SQS (moto, `sqsbatch.dev.server.LocalSqs`) in a separate
 process, whose queue is the one named in the event's ARN, so its CPU is not counted here.
 Every request the adapter makes is counted (botocore's `before-send`) and printed: with all
 records acked it makes none after the warm-up. A retried record is reported in
@@ -36,7 +36,7 @@ port on 127.0.0.1: what the RedrivePolicy lookup costs when it fails (a failed l
 so every invocation asks again).
 
 Both run their handler on the calling thread, the main one, as Lambda's runtime calls it
-(sqsbatch: with SIGALRM armed for its deadline, `sqsbatch/handler_alarm.py`).
+(sqsbatch: with SIGALRM armed for its deadline, `sqsbatch/_shell/handler_alarm.py`).
 """
 
 from __future__ import annotations
@@ -62,10 +62,10 @@ import boto3
 from _local import command, local_sqs
 
 from sqsbatch import ConsumerConfig, MessageBatch, lambda_handler
-from sqsbatch._botocore import client_config
-from sqsbatch.envelope import Envelope
+from sqsbatch._core.envelope import Envelope
+from sqsbatch._shell.botocore import client_config
+from sqsbatch.dev.server import LOCAL_CREDENTIALS
 from sqsbatch.lambda_adapter import LambdaAdapter
-from sqsbatch.local import LOCAL_CREDENTIALS
 
 QUEUE = "bench-lambda"
 ACCOUNT = "123456789012"  # moto's default account: the ARN's queue URL is the local one

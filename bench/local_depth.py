@@ -1,7 +1,7 @@
 """The embedded local SQS by queue depth: a receive of 10 with moto as is and with the speed-up.
 
 Wall time of one ReceiveMessage of 10 (and of one SendMessageBatch of 10) on `LocalSqs`, by
-queue depth, with moto as it is and with sqsbatch's moto speed-up (sqsbatch/moto_speedup.py).
+queue depth, with moto as it is and with sqsbatch's moto speed-up (sqsbatch/dev/moto_speedup.py).
 
     .venv/bin/python bench/local_depth.py [--depths 100 1000 10000] [--repeat 5]
 
@@ -26,8 +26,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sqsbatch import moto_speedup
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev import moto_speedup
+from sqsbatch.dev.server import LocalSqs
 
 WITHOUT, WITH = "moto as is", "with speed-up"
 

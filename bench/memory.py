@@ -25,7 +25,7 @@ from typing import Any
 
 from _local import command, local_sqs
 
-from sqsbatch.local import LOCAL_CREDENTIALS
+from sqsbatch.dev.server import LOCAL_CREDENTIALS
 
 WAVE = 1_000
 SHALLOW = 2_000

@@ -31,8 +31,8 @@ from lambda_cpu import QUEUE, SERVER_LIFETIME_SECONDS, Context, client, make_rec
 
 from sqsbatch import ConsumerConfig, MessageBatch, lambda_handler
 from sqsbatch._core.metrics import BatchSample
+from sqsbatch._shell.emf_writer import EmfMetrics
 from sqsbatch.lambda_adapter import LambdaAdapter
-from sqsbatch.metrics import EmfMetrics
 
 
 class Sink:

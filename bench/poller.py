@@ -6,7 +6,7 @@
 
 The local SQS (`--server`) runs in a child process, so the CPU of this process is the client's
 alone: `time.process_time()` (every thread) from the start of a drain to its end.
-- moto (the default): moto's server, `sqsbatch.local.LocalSqs` with sqsbatch's moto speed-up.
+- moto (the default): moto's server, `sqsbatch.dev.server.LocalSqs` with sqsbatch's moto speed-up.
   It spends 1.4-1.8 ms of CPU per message drained, and closes each connection after its
   answer: on 2 CPUs it, not the client, caps msg/s (every contender near 280-490 msg/s).
 - lean: bench/_lean_sqs.py, a bench-only in-memory SQS (20-85 us a message, keep-alive), where

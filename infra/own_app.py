@@ -1,7 +1,7 @@
 """Bring your own CDK app: sqsbatch's constructs inside a stack of yours.
 
 Run it as a CDK app (`"app": "python3 infra/own_app.py"`), or import `build` into your own.
-docs/infra.md walks through it; tests/infra/test_own_app.py synthesizes it.
+docs/infra.md walks through it; tests/cdk/test_own_app.py synthesizes it.
 """
 
 from __future__ import annotations

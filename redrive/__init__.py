@@ -7,8 +7,9 @@ The decisions live in `redrive.policy` and `redrive.decide` (pure); see docs/red
 
 from redrive.daemon import Redriver
 from redrive.manual import move_now, start_native_move
+from redrive.plan import MoveRow
 from redrive.policy import BackoffPolicy
-from redrive.report import MoveReport, MoveRow, RedriveStats
+from redrive.report import MoveReport, RedriveStats
 
 __all__ = [
     "BackoffPolicy",

@@ -1,7 +1,7 @@
 """`Redriver`: the shell that drains DLQs back to their sources. It decides nothing itself.
 
-Each pass receives up to 10 messages from one DLQ, asks `decide` for a verdict per message,
-holds back the moves the rate limit does not allow yet, and executes the verdicts in batch
+Each pass receives up to 10 messages from one DLQ, asks `decide` for a disposition per message,
+holds back the moves the rate limit does not allow yet, and executes the dispositions in batch
 calls (`plan`): sends and hides first, then deletes for the sends SQS accepted. Nothing is kept
 outside SQS, so any number of replicas may run side by side: a message received by one is
 invisible to the others until it is moved or hidden.
@@ -19,28 +19,34 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from redrive.bucket import TokenBucket
 from redrive.decide import Disposition, DlqMessage, Kind, decide, read, route
 from redrive.plan import Step, StepResult, counts, move, throttle
-from redrive.policy import BackoffPolicy, JitterSource, jitter_random
+from redrive.policy import BackoffPolicy, JitterSource
 from redrive.reasons import Reasons
 from redrive.report import RedriveStats, event
 from redrive.watchdog import Watchdog, default_stall_seconds
 from sqsbatch._core.intake import ReceiveErrors, receive_messages
 from sqsbatch._core.metrics import REDRIVE_METRICS
+from sqsbatch._core.rate import TokenBucket
 from sqsbatch._core.shapes import queue_name
+from sqsbatch._shell.emf_writer import EmfMetrics, check_metrics
+from sqsbatch._shell.health import HealthFile
+from sqsbatch._shell.lifecycle import graceful_signals
 from sqsbatch._sync.door import SyncSqs, default_client
 from sqsbatch.config import check_int
 from sqsbatch.errors import ConfigError, QueueNotFound, SqsBatchError
-from sqsbatch.health import HealthFile
-from sqsbatch.lifecycle import graceful_signals
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
-from sqsbatch.metrics import EmfMetrics, check_metrics
 
-__all__ = ["Redriver", "dead_letter_sources", "execute", "only_source"]
+__all__ = ["Redriver", "dead_letter_sources", "execute", "jitter_random", "only_source"]
 
 SOURCES_TTL_SECONDS = 300.0
 """How long the answer of `ListDeadLetterSourceQueues` is trusted."""
+
+
+def jitter_random(message_id: str, redrives: int) -> random_module.Random:
+    """The random source for one message at one redrive count: the same on every receive, on
+    every replica (`redrive.policy` draws a due time's jitter from it)."""
+    return random_module.Random(f"{message_id}:{redrives}")
 
 
 class Redriver:
@@ -53,7 +59,7 @@ class Redriver:
     each DLQ in turn for `wait_seconds` split among them; a stop waits for the current poll.
     `health_file` is touched after every completed receive (docs/operations.md).
     `metrics="emf"`: each DLQ's Moved, Hidden, Parked, Skipped and Failed as CloudWatch EMF
-    lines on stdout, every `metrics_interval` seconds (`sqsbatch.metrics`).
+    lines on stdout, every `metrics_interval` seconds (`sqsbatch._shell.emf_writer`).
     `stall_seconds`: `run()` stops and raises once no receive completed for that long (default:
     three long polls plus `visibility_timeout`; `redrive.watchdog`).
     """
@@ -290,7 +296,7 @@ class Redriver:
         now, held_for = self._wall_clock(), self._clock() - received_at
         steps = []
         for message in messages:
-            verdict = decide(
+            disposition = decide(
                 message,
                 self.policy,
                 target=route(message, only_source=only, fallback=self.to),
@@ -301,19 +307,19 @@ class Redriver:
                 limits=self._limits,
                 reasons=self.reasons,
             )
-            steps.append(self._resolved(message, verdict))
+            steps.append(self._resolved(message, disposition))
         return throttle(steps, self._bucket, self._clock())
 
-    def _resolved(self, message: DlqMessage, verdict: Disposition) -> Step:
+    def _resolved(self, message: DlqMessage, disposition: Disposition) -> Step:
         """The step with its target's URL; a target that does not exist makes it unroutable."""
-        if verdict.target is None:
-            return Step(message, verdict)
+        if disposition.target is None:
+            return Step(message, disposition)
         try:
-            url = self._urls.get(verdict.target) or self._sqs.queue_url(verdict.target)
+            url = self._urls.get(disposition.target) or self._sqs.queue_url(disposition.target)
         except QueueNotFound:
             hold = Disposition(Kind.UNROUTABLE, hide_seconds=self.policy.hold_seconds)
-            return Step(message, hold, note=f"queue {verdict.target} does not exist")
-        return Step(message, verdict, target_url=url)
+            return Step(message, hold, note=f"queue {disposition.target} does not exist")
+        return Step(message, disposition, target_url=url)
 
     def _execute(self, dlq: str, dlq_url: str, steps: list[Step]) -> dict[str, int]:
         found = execute(self._sqs, steps, dlq_url=dlq_url, limits=self._limits)
@@ -378,8 +384,8 @@ def _log(dlq: str, outcome: StepResult, wall_now: float) -> None:
         "id": row.id,
         "target": row.target,
         "redrives": step.message.redrives,
-        "hide_seconds": step.verdict.hide_seconds or None,
-        "due_in": round(step.verdict.due_at - wall_now, 3) if step.verdict.due_at else None,
+        "hide_seconds": step.disposition.hide_seconds or None,
+        "due_in": round(step.disposition.due_at - wall_now, 3) if step.disposition.due_at else None,
         "reason": row.reason,
         "error_type": row.error_type,
         "error": row.error,

@@ -21,16 +21,16 @@ from __future__ import annotations
 
 import enum
 import math
-import random as _random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from redrive.policy import BackoffPolicy
 from redrive.reasons import BRING_BACK_DEFAULT, Reasons
+from sqsbatch._core.attributes import ATTRIBUTE
+from sqsbatch._core.delays import Uniform
+from sqsbatch._core.envelope import DecodedMessage, death_reason, decode
 from sqsbatch._core.ledger import visibility_allowed
-from sqsbatch.attributes import ATTRIBUTE
-from sqsbatch.envelope import DecodedMessage, death_reason, decode
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 
 __all__ = ["Disposition", "DlqMessage", "Kind", "decide", "read", "route"]
@@ -137,16 +137,16 @@ def decide(
     target: str | None,
     parking_queue: str | None,
     now: float,
-    random: _random.Random,
+    random: Uniform,
     held_for: float = 0.0,
     limits: SqsLimits = SQS_LIMITS,
     reasons: Reasons = BRING_BACK_DEFAULT,
 ) -> Disposition:
-    """The verdict for `message`; `target` comes from `route`, `now` is wall time (epoch s).
+    """The disposition of `message`; `target` comes from `route`, `now` is wall time (epoch s).
 
-    `random` draws the jitter: `jitter_random(message.message.id, message.redrives)` makes it
-    the same on every receive. `held_for` is how long ago (seconds) the receive that returned
-    the message started: visibility can only be set up to 12 h after that.
+    `random` draws the jitter: `redrive.daemon.jitter_random(message.message.id, message.redrives)`
+    makes it the same on every receive. `held_for` is how long ago (seconds) the receive that
+    returned the message started: visibility can only be set up to 12 h after that.
     """
     allowed = visibility_allowed(0.0, held_for, limits)
     hold = min(policy.hold_seconds, allowed)

@@ -20,15 +20,15 @@ from typing import Any
 
 from redrive.daemon import execute, only_source
 from redrive.decide import Disposition, DlqMessage, Kind, read, route
-from redrive.plan import Step, StepResult
+from redrive.plan import MoveRow, Step, StepResult
 from redrive.reasons import BRING_BACK_DEFAULT, Reasons
-from redrive.report import MoveReport, MoveRow
+from redrive.report import MoveReport
 from sqsbatch._core.calls import BatchRun, Entry
+from sqsbatch._core.envelope import DecodedMessage
 from sqsbatch._core.intake import receive_messages
 from sqsbatch._core.shapes import queue_name
 from sqsbatch._sync.door import SyncSqs, default_client
 from sqsbatch.config import check_int
-from sqsbatch.envelope import DecodedMessage
 from sqsbatch.errors import ConfigError, QueueNotFound
 
 __all__ = ["check_destination", "move_now", "start_native_move"]
@@ -125,8 +125,8 @@ class _Move:
                 continue
             row = self._look(message)
             if row is None:
-                verdict = Disposition(Kind.MOVE, target=self._target(message))
-                moves.append(Step(message, verdict, target_url=verdict.target))
+                disposition = Disposition(Kind.MOVE, target=self._target(message))
+                moves.append(Step(message, disposition, target_url=disposition.target))
                 continue
             self.held[message.message_id] = message.receipt_handle
             self._record(row)

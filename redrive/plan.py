@@ -14,21 +14,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
+from typing import Any
 
-from redrive.bucket import TokenBucket
 from redrive.decide import Disposition, DlqMessage, Kind
-from redrive.report import MoveRow
 from sqsbatch._core.calls import BatchRun, Entry, EntryResult
 from sqsbatch._core.closing import sent_keys
 from sqsbatch._core.entries import TwoPhase, copy_of, send_entry
+from sqsbatch._core.envelope import Envelope, carry
 from sqsbatch._core.flows import Flow, batch_calls
+from sqsbatch._core.rate import TokenBucket
 from sqsbatch._core.shapes import is_fifo, queue_name
-from sqsbatch.envelope import Envelope, carry
 from sqsbatch.errors import MessageError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 
 __all__ = [
+    "MoveRow",
     "Step",
     "StepResult",
     "counts",
@@ -44,20 +45,43 @@ _SENDS = frozenset({Kind.MOVE, Kind.PARK})
 
 
 @dataclass(frozen=True)
+class MoveRow:
+    """One message of a move: what it was, where it went (or would go) and what happened.
+
+    `action` is one of `moved`, `would-move` (dry run), `skipped` (not selected),
+    `unroutable`, `failed`, `kept` (a reason not moved: `reasons`); for the daemon also
+    `delayed`, `throttled`, `exhausted`, `parked`. `reason` is why it is on the DLQ (its last
+    death). `error_type` is the failure recorded when the message was dead-lettered; `error`
+    says why this move failed, when it did.
+    """
+
+    id: str
+    source: str | None
+    target: str | None
+    error_type: str | None
+    action: str
+    error: str | None = None
+    reason: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class Step:
-    """One received message, its verdict, and the URL its copy goes to (for MOVE and PARK)."""
+    """One received message, its disposition, and the URL its copy goes to (for MOVE and PARK)."""
 
     message: DlqMessage
-    verdict: Disposition
+    disposition: Disposition
     target_url: str | None = None
     action: str = ""
-    """The reported action; defaults to the verdict's kind (`throttled` for a rate-limit hide)."""
+    """The reported action; by default the disposition's kind (`throttled`: a rate-limit hide)."""
     note: str | None = None
-    """Why, when the verdict alone does not say (an unroutable message's missing source)."""
+    """Why, when the disposition alone does not say (an unroutable message's missing source)."""
 
     @property
     def label(self) -> str:
-        return self.action or self.verdict.kind.value
+        return self.action or self.disposition.kind.value
 
 
 @dataclass(frozen=True)
@@ -109,8 +133,8 @@ def plan(
     refused: dict[int, str] = {}
     for i, step in enumerate(steps):
         receipt = step.message.receipt_handle
-        if step.verdict.kind not in _SENDS:
-            params = {"ReceiptHandle": receipt, "VisibilityTimeout": step.verdict.hide_seconds}
+        if step.disposition.kind not in _SENDS:
+            params = {"ReceiptHandle": receipt, "VisibilityTimeout": step.disposition.hide_seconds}
             settlement.first.append(
                 Entry(f"h{i}", "change_message_visibility_batch", dlq_url, params)
             )
@@ -130,7 +154,7 @@ def plan(
 def _send(key: str, step: Step, limits: SqsLimits) -> Entry:
     assert step.target_url is not None
     fifo = is_fifo(step.target_url)
-    if step.verdict.kind is Kind.MOVE:
+    if step.disposition.kind is Kind.MOVE:
         envelope = moved_envelope(step.message, step.target_url)
     else:
         envelope = parked_envelope(step.message)
@@ -148,7 +172,7 @@ def outcomes(
         if i in refused:
             found.append(StepResult(step, False, refused[i]))
             continue
-        key = f"s{i}" if step.verdict.kind in _SENDS else f"h{i}"
+        key = f"s{i}" if step.disposition.kind in _SENDS else f"h{i}"
         result = results.get(key)
         if result is None or not result.ok:
             why = f"{result.code}: {result.message or ''}".strip() if result else "not sent"
@@ -167,7 +191,7 @@ def counts(found: Sequence[StepResult]) -> dict[str, int]:
     """Counter increments for `RedriveStats`: one per message, plus `failed` for refusals."""
     tally: dict[str, int] = {}
     for outcome in found:
-        kind = outcome.step.verdict.kind
+        kind = outcome.step.disposition.kind
         if outcome.ok or kind in (Kind.EXHAUSTED, Kind.UNROUTABLE, Kind.KEPT):
             tally[kind.value] = tally.get(kind.value, 0) + 1
         if not outcome.ok or outcome.delete_failed:
@@ -190,10 +214,10 @@ def throttle(steps: list[Step], bucket: TokenBucket | None, now: float) -> list[
     """Moves beyond the rate limit are hidden until the bucket will have a token for them."""
     if bucket is None:
         return steps
-    moves = [i for i, step in enumerate(steps) if step.verdict.kind is Kind.MOVE]
-    granted = bucket.take(len(moves), now)
+    moves = [i for i, step in enumerate(steps) if step.disposition.kind is Kind.MOVE]
+    granted = bucket.take(now, len(moves)).count
     for rank, index in enumerate(moves[granted:], start=1):
         wait = max(1, math.ceil(bucket.wait_seconds(rank, now)))
-        hidden = replace(steps[index].verdict, kind=Kind.HIDE, hide_seconds=wait)
-        steps[index] = replace(steps[index], verdict=hidden, action="throttled")
+        hidden = replace(steps[index].disposition, kind=Kind.HIDE, hide_seconds=wait)
+        steps[index] = replace(steps[index], disposition=hidden, action="throttled")
     return steps

@@ -3,39 +3,36 @@
     delay(n) = min(max_delay, base_delay * factor**n) + U(0, jitter)
     due      = dead-lettered-at + delay(n)
 
-`n` is how many times the message was already redriven (the envelope's `redrives`). The jitter
-of one message at one redrive count is drawn from a `random.Random` seeded with its id and `n`
-(`jitter_random`): every receive of the message, on every replica, computes the same due time,
-so a message is never re-rolled into the future by being looked at, and replicas agree on it.
+`n` is how many times the message was already redriven (the envelope's `redrives`). The jitter of
+one message at one redrive count is drawn from a `random.Random` seeded with its id and `n` (the
+daemon's `jitter_random`, passed in): every receive of the message, on every replica, computes the
+same due time, so a message is never re-rolled into the future by being looked at, and replicas
+agree on it.
 
-Pure: no clock, no I/O. Validation errors are one line naming the value and the accepted range.
+Pure: no clock, no I/O, no random source of its own. Validation errors are one line naming the
+value and the accepted range.
 """
 
 from __future__ import annotations
 
 import math
-import random as _random
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from sqsbatch._core.delays import Uniform
 from sqsbatch.config import check_int
 from sqsbatch.errors import ConfigError
 
-__all__ = ["MAX_DELAY_SECONDS", "BackoffPolicy", "JitterSource", "jitter_random"]
+__all__ = ["MAX_DELAY_SECONDS", "BackoffPolicy", "JitterSource"]
 
 MAX_DELAY_SECONDS = 1_209_600
 """14 days, SQS's longest retention: a message due later than that would expire first."""
 _MAX_BASE_SECONDS = 86_400
-JitterSource = Callable[[str, int], _random.Random]
+JitterSource = Callable[[str, int], Uniform]
 """Gives the random source for a message id at a redrive count."""
 _MAX_FACTOR = 100.0
 _MAX_REDRIVES = 1_000
 _CEILING_SECONDS = 43_200
-
-
-def jitter_random(message_id: str, redrives: int) -> _random.Random:
-    """The random source for one message at one redrive count: the same on every receive."""
-    return _random.Random(f"{message_id}:{redrives}")
 
 
 @dataclass(frozen=True)
@@ -83,16 +80,16 @@ class BackoffPolicy:
             grown = math.inf
         return min(self.max_delay, grown)
 
-    def delay(self, redrives: int, random: _random.Random) -> float:
+    def delay(self, redrives: int, random: Uniform) -> float:
         """`min(max_delay, base_delay * factor**redrives) + U(0, jitter)`, in seconds."""
         jitter = self.jitter_seconds
         return self.backoff(redrives) + (random.uniform(0, jitter) if jitter else 0.0)
 
-    def due_at(self, dead_lettered_at: float, redrives: int, random: _random.Random) -> float:
+    def due_at(self, dead_lettered_at: float, redrives: int, random: Uniform) -> float:
         """When the message may go back (epoch seconds).
 
-        Pass `jitter_random(id, redrives)` as `random` so that every receive of the message, on
-        every replica, finds the same due time.
+        Pass the daemon's `jitter_random(id, redrives)` as `random` so that every receive of the
+        message, on every replica, finds the same due time.
         """
         return dead_lettered_at + self.delay(redrives, random)
 

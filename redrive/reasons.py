@@ -1,11 +1,11 @@
 """Which dead-letter reasons a redrive brings back. Pure: no I/O.
 
-A message's reason is its last death's (`sqsbatch.envelope.death_reason`): `retries_exhausted`,
-`expired`, `invalid_body`, the text a handler gave `dead_letter()` (category `requested`), or
-`moved_by_sqs` when SQS's RedrivePolicy moved it. By default every reason is brought back but
-`expired` and `invalid_body`: those would die again (the deadline has passed; the body will not
-become valid). They stay in the DLQ (the daemon: or go to the parking queue) and are reported
-as `kept`.
+A message's reason is its last death's (`sqsbatch._core.envelope.death_reason`):
+`retries_exhausted`, `expired`, `invalid_body`, the text a handler gave `dead_letter()` (category
+`requested`), or `moved_by_sqs` when SQS's RedrivePolicy moved it. By default every reason is
+brought back but `expired` and `invalid_body`: those would die again (the deadline has passed;
+the body will not become valid). They stay in the DLQ (the daemon: or go to the parking queue)
+and are reported as `kept`.
 
 `reasons` names categories (`requested`: whatever a handler gave), `requested:TEXT` for one
 handler's exact text, or `all`. Anything else is refused in one line naming the nearest valid
@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from sqsbatch._core.envelope import EXPIRED, INVALID_BODY
 from sqsbatch._core.reasons import CATEGORIES, REQUESTED, category
 from sqsbatch.config import did_you_mean
-from sqsbatch.envelope import EXPIRED, INVALID_BODY
 from sqsbatch.errors import ConfigError
 
 __all__ = ["ACCEPTED", "ALL", "BRING_BACK_DEFAULT", "DEFAULT_KEPT", "Reasons"]

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
-from sqsbatch.lifecycle import Counters
+from redrive.plan import MoveRow
+from sqsbatch._shell.lifecycle import Counters
 
-__all__ = ["MoveReport", "MoveRow", "RedriveStats", "event", "event_line"]
+__all__ = ["MoveReport", "RedriveStats", "event", "event_line"]
 
 
 @dataclass
@@ -32,29 +33,6 @@ class RedriveStats(Counters):
     unroutable: int = 0
     kept: int = 0
     failed: int = 0
-
-
-@dataclass(frozen=True)
-class MoveRow:
-    """One message of a move: what it was, where it went (or would go) and what happened.
-
-    `action` is one of `moved`, `would-move` (dry run), `skipped` (not selected),
-    `unroutable`, `failed`, `kept` (a reason not moved: `reasons`); for the daemon also
-    `delayed`, `throttled`, `exhausted`, `parked`. `reason` is why it is on the DLQ (its last
-    death). `error_type` is the failure recorded when the message was dead-lettered; `error`
-    says why this move failed, when it did.
-    """
-
-    id: str
-    source: str | None
-    target: str | None
-    error_type: str | None
-    action: str
-    error: str | None = None
-    reason: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass

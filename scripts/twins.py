@@ -1,6 +1,6 @@
 """Generate the sync twins from the asyncio sources: `make twins` (`--check`: fail when stale).
 
-`sqsbatch/_async/door.py` and `sqsbatch/_async/poller.py` are the sources; unasync removes
+`sqsbatch/_async/door.py` and `sqsbatch/_async/consumer.py` are the sources; unasync removes
 `async`/`await` and renames the asyncio names (the table below), then ruff formats the result
 into `sqsbatch/_sync/`. What the flavours do their own way lives in the hand-written
 `flavour.py` of each package, name for name, so the generated code needs nothing else.
@@ -19,7 +19,7 @@ from pathlib import Path
 import unasync
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ("door.py", "poller.py")
+SOURCES = ("door.py", "consumer.py")
 RENAMES = {
     "_async": "_sync",
     "AsyncConsumer": "Consumer",

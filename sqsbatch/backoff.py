@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random as _random
 
-from sqsbatch._core.backoff import exponential_delay
+from sqsbatch._core.delays import exponential_delay
 
 __all__ = ["exponential_backoff"]
 

@@ -77,6 +77,11 @@ MetricsMode = Literal["off", "emf"]
 METRICS_NAMESPACE_PATTERN = r"^[A-Za-z0-9._#:/-]{1,255}$"
 """What CloudWatch accepts as a namespace (aws-embedded-metrics' own check, written out)."""
 MetricsNamespace = Annotated[str, Field(pattern=METRICS_NAMESPACE_PATTERN)]
+DYNAMODB_TABLE_PATTERN = r"^[A-Za-z0-9_.-]{3,255}$"
+"""What DynamoDB accepts as a table name."""
+DynamoDBTable = Annotated[str, Field(pattern=DYNAMODB_TABLE_PATTERN)]
+MAX_IDEMPOTENCY_TTL = 31_536_000
+"""365 days: the longest `idempotency_ttl` (its default is at most 28; see docs/idempotency.md)."""
 
 # The values read from sqsbatch.toml for the queue being configured, handed to the settings
 # source below for the duration of one construction.
@@ -156,6 +161,29 @@ class ConsumerConfig(_Settings):
     metrics_interval: Seconds = Field(default=60.0, gt=0, le=3600)
     """The pollers write their metrics once per interval; under Lambda, once per batch."""
 
+    # The idempotency guard (docs/idempotency.md).
+    idempotency_table: DynamoDBTable | None = None
+    """A DynamoDB table (key `pk`): the guard's store. None: no guard from the settings."""
+    idempotency_ttl: WholeSeconds | None = Field(default=None, ge=60, le=MAX_IDEMPOTENCY_TTL)
+    """Seconds a completed key is kept. None: the queue's retention plus its DLQ's, at most
+    28 days (`sqsbatch._core.idempotency.default_ttl`)."""
+    claim_seconds: Seconds | None = Field(default=None, gt=0, le=43_200)
+    """How long a claim lasts. None: as long as sqsbatch holds the message."""
+    # Holding back (docs/pressure.md): the pollers act on them before each receive.
+    pause_check_seconds: Seconds = Field(default=60.0, ge=1, le=3600)
+    """How often a poller reads the queue's pause tags (one `ListQueueTags` each time)."""
+    circuit_failures: Count | None = Field(default=None, ge=1, le=1000)
+    """Failed batches in a row that open the circuit. None: only `Overloaded` opens it."""
+    circuit_probe_size: Count = Field(default=1, ge=1, le=100)
+    """Messages in the one batch that probes a half-open circuit."""
+    max_messages_per_second: Number | None = Field(default=None, gt=0, le=100_000)
+    """Per process: never more received than this, on average. None: no limit."""
+    scale_in_protection: bool = True
+    """On ECS (`ECS_AGENT_URI` set): protect the task from scale-in while it holds a batch."""
+    overloaded_fails_invocation: bool = False
+    """Lambda: a handler that raises `Overloaded` also fails the invocation (its acked messages
+    deleted first), so that the event source mapping backs off."""
+
     @property
     def max_receive_count(self) -> int:
         """The source queue's `RedrivePolicy.maxReceiveCount`: N retries are N+1 deliveries."""
@@ -171,6 +199,10 @@ class ProducerConfig(_Settings):
     ttl_seconds: Seconds | None = Field(default=None, ge=1, le=MAX_TTL_SECONDS)
     """A deadline for messages sent without one, seconds from the send: past it the consumer
     dead-letters the message with reason `expired`. None: no deadline."""
+    large_payloads_bucket: str | None = Field(default=None, min_length=1)
+    """Messages past `large_payloads_threshold` go through this S3 bucket (docs/payloads.md)."""
+    large_payloads_threshold: Count | None = Field(default=None, ge=1, le=1_048_576)
+    """Bytes (body + attributes) above which a message goes to S3; None: 262144."""
 
 
 def load_file(path: str | Path) -> dict[str, list[dict[str, Any]]]:
@@ -274,6 +306,7 @@ def describe_error(cls: type[BaseSettings], exc: ValidationError, *, what: str =
 
 _PATTERNS = {
     METRICS_NAMESPACE_PATTERN: "1 to 255 of the characters A-Z a-z 0-9 . _ # : / -",
+    DYNAMODB_TABLE_PATTERN: "a DynamoDB table name: 3 to 255 of the characters A-Z a-z 0-9 _ . -",
 }
 _KINDS = {int: "int", float: "float", str: "text", bool: "true or false"}
 

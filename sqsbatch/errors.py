@@ -6,6 +6,8 @@
     │   └── FifoError                  a request that SQS FIFO queues forbid (delays, no group id)
     ├── EventError (ValueError)        a Lambda event that is not one SQS batch of one queue
     ├── AwaitableReturned (TypeError)  a sync handler returned an awaitable that nothing ran
+    ├── StoreUnavailable               the idempotency store cannot be reached (fail closed)
+    ├── Overloaded                     raised by a handler: downstream is overloaded, hold back
     └── SqsError                       SQS said no (translated from botocore at one boundary)
         ├── QueueNotFound              the queue (or its DLQ) does not exist
         ├── CredentialsError           no AWS credentials could be found
@@ -27,10 +29,15 @@ __all__ = [
     "FifoError",
     "HandlerTimeout",
     "MessageError",
+    "Overloaded",
+    "PayloadError",
+    "PayloadMissing",
+    "PointerError",
     "QueueNotFound",
     "SendError",
     "SqsBatchError",
     "SqsError",
+    "StoreUnavailable",
 ]
 
 
@@ -67,6 +74,57 @@ class AwaitableReturned(SqsBatchError, TypeError):
             "(sqsbatch consume --async) or lambda_handler, or make it def"
         )
         self.awaitable = returned if kept else None
+
+
+class StoreUnavailable(SqsBatchError):
+    """The idempotency store (`sqsbatch.idempotency`) could not be reached or refused a call
+    for a reason other than a key's condition: the guard fails closed (the batch is retried,
+    nothing is skipped). The message names the store and what went wrong."""
+
+
+class PayloadError(SqsBatchError):
+    """A large payload could not be written to or read from S3 (`sqsbatch.payloads`): the
+    message names the bucket, the key when there is one, and what S3 said."""
+
+
+class PayloadMissing(PayloadError):
+    """A pointer's S3 object does not exist (deleted, expired, or never written): the consumer
+    dead-letters its message with reason `payload_missing`."""
+
+    def __init__(self, bucket: str, key: str) -> None:
+        super().__init__(f"payload s3://{bucket}/{key} does not exist")
+        self.bucket = bucket
+        self.key = key
+
+
+class PointerError(SqsBatchError, ValueError):
+    """A message marked as a large payload (`ExtendedPayloadSize` or `SQSLargePayloadSize`) whose
+    body is not the extended client's S3 pointer."""
+
+
+class Overloaded(SqsBatchError):
+    """Raised by a handler when what it calls is overloaded: it opens the circuit breaker
+    (`sqsbatch._core.circuit`) for `retry_after` seconds (None: the breaker's own open time),
+    and receiving stops meanwhile; under Lambda its batch is retried after `retry_after`
+    (docs/pressure.md says what each front end does)."""
+
+    def __init__(self, retry_after: float | None = None, message: str = "") -> None:
+        if retry_after is not None and (
+            isinstance(retry_after, bool)
+            or not isinstance(retry_after, int | float)
+            or not 0 <= retry_after <= MAX_RETRY_AFTER
+        ):
+            raise ValueError(
+                f"Overloaded(retry_after={retry_after!r}) is invalid "
+                f"(accepted: seconds 0..{MAX_RETRY_AFTER}, or None)"
+            )
+        after = "" if retry_after is None else f": retry after {retry_after:g} s"
+        super().__init__(message or f"overloaded{after}")
+        self.retry_after = None if retry_after is None else float(retry_after)
+
+
+MAX_RETRY_AFTER = 43_200
+"""12 hours, SQS's longest visibility timeout: the longest a circuit holds back for one signal."""
 
 
 class HandlerTimeout(BaseException):

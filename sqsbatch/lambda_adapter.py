@@ -7,45 +7,47 @@ for Lambda (`_core.flows.settle_for_lambda`), and only what Lambda cannot do is 
 visibility changes for retries with a delay, dead-letter copies and re-sent long delays, all
 before returning. Lambda deletes every record left out of `batchItemFailures`
 (`lambda_report.report` decides which), so acks cost no call. With `metrics = "emf"`, each
-invocation writes its batch's CloudWatch metrics before returning (`sqsbatch.metrics`).
+invocation writes its batch's CloudWatch metrics before returning (`sqsbatch._shell.emf_writer`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, cast, overload
 
-from sqsbatch import tracing
 from sqsbatch._async.flavour import AsyncBatchHandler
 from sqsbatch._core.closing import close_batch, handler_end
 from sqsbatch._core.context import QueueContext
-from sqsbatch._core.flows import acked_in_bulk, read_settings, settle_for_lambda
+from sqsbatch._core.flows import acked_in_bulk, read_settings, settle, settle_for_lambda
 from sqsbatch._core.handlers import check_handler, is_async_handler
+from sqsbatch._core.holding import overloaded_seconds
 from sqsbatch._core.intake import Screening, intake
-from sqsbatch._core.ledger import Outcome
+from sqsbatch._core.lambda_event import BatchResponse, ParsedEvent, handler_budget, parse_event
+from sqsbatch._core.lambda_records import Arrival, EventRecords, RecordDelivery, RecordMessage
+from sqsbatch._core.ledger import Outcome, Verdict
+from sqsbatch._core.message import Message, MessageBatch, _Delivery, ledger_of
 from sqsbatch._core.metrics import batch_sample
 from sqsbatch._core.queue_settings import (
     check_dead_letter_queue,
 )
 from sqsbatch._core.screening import BodyModel, Screen
 from sqsbatch._core.shapes import is_url, queue_name
+from sqsbatch._lambda_hot import Ran, Warm, bulk_checked, remember_warm
+from sqsbatch._lambda_hot import batch_response as _response
+from sqsbatch._shell import tracing
+from sqsbatch._shell.emf_writer import EmfMetrics, consumer_metrics
+from sqsbatch._shell.handler_alarm import run_sync_handler
+from sqsbatch._shell.handler_tasks import run_async_handler, run_returned
 from sqsbatch._sync.door import SyncSqs, default_client
 from sqsbatch._sync.flavour import BatchHandler
 from sqsbatch.config import ConsumerConfig
-from sqsbatch.errors import AwaitableReturned
-from sqsbatch.handler_alarm import run_sync_handler
-from sqsbatch.handler_tasks import run_async_handler, run_returned
-from sqsbatch.lambda_event import BatchResponse, ParsedEvent, handler_budget, parse_event
-from sqsbatch.lambda_hot import Ran, Warm, bulk_checked, remember_warm
-from sqsbatch.lambda_hot import batch_response as _response
-from sqsbatch.lambda_records import Arrival, EventRecords, RecordDelivery, RecordMessage
+from sqsbatch.errors import AwaitableReturned, Overloaded
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
-from sqsbatch.message import Message, MessageBatch, _Delivery
-from sqsbatch.metrics import EmfMetrics, consumer_metrics
 
 __all__ = ["LambdaAdapter", "LambdaContext", "lambda_handler"]
 
@@ -117,17 +119,19 @@ class LambdaAdapter:
         if parsed.plain:  # its hot path, once known to apply (`lambda_hot`)
             remember_warm(self, sqs, parsed, queue, metrics)
         batch = self._intake(sqs, parsed, queue, listed, metrics)
-        if batch.messages:
-            trace = tracing.start(batch)  # the batch's span, current until `end()`
-            try:
-                listed += self._process(
-                    sqs, batch, queue, _remaining(context), metrics=metrics, trace=trace
-                )
-            finally:
-                trace.end()
-        if metrics is not None:
-            metrics.add({"received": len(parsed.records) + len(parsed.set_aside)})
-            metrics.flush()
+        try:
+            if batch.messages:
+                trace = tracing.start(batch)  # the batch's span, current until `end()`
+                try:
+                    listed += self._process(
+                        sqs, batch, queue, _remaining(context), metrics=metrics, trace=trace
+                    )
+                finally:
+                    trace.end()
+        finally:  # also when the invocation fails (`overloaded_fails_invocation`)
+            if metrics is not None:
+                metrics.add({"received": len(parsed.records) + len(parsed.set_aside)})
+                metrics.flush()
         return _response(listed)
 
     def close(self) -> None:
@@ -215,11 +219,14 @@ class LambdaAdapter:
             ended = self._event_loop().run_until_complete(running)
         outcome, error = self._ended(batch, queue.config, ended, budget, metrics)
         trace.ended(outcome, error)
+        fail = isinstance(error, Overloaded) and self._overloaded(batch, error, queue.config)
         now, wall_now = self._clock(), self._wall_clock()
         closing = close_batch(
-            batch, outcome, error, queue, now=now, wall_now=wall_now, acks_free=True
+            batch, outcome, error, queue, now=now, wall_now=wall_now, acks_free=not fail
         )
-        if closing.bulk_ack:  # every record acked: Lambda deletes them, nothing to call or report
+        if fail:  # Lambda deletes nothing of a failed invocation: its acks are deleted here
+            settled = sqs.run(trace.calls(settle(closing, batch, self._limits)))
+        elif closing.bulk_ack:  # every record acked: Lambda deletes them, nothing to call
             settled = acked_in_bulk(closing)
         else:
             settled = sqs.run(trace.calls(settle_for_lambda(closing, batch, self._limits)))
@@ -231,7 +238,18 @@ class LambdaAdapter:
             )
         for level, text in settled.lines:
             log.log(level, "%s", text)
+        if fail:
+            raise cast(Overloaded, error)
         return [_identifier(batch.messages[index]) for index in settled.listed]
+
+    @staticmethod
+    def _overloaded(batch: MessageBatch, error: Overloaded, config: ConsumerConfig) -> bool:
+        """`Overloaded` under Lambda: the messages the handler left undecided are retried after
+        `retry_after` (a visibility change, reported in `batchItemFailures`); whether the
+        invocation fails too (`overloaded_fails_invocation`)."""
+        delay = math.ceil(overloaded_seconds(error))
+        ledger_of(batch).on_batch(Verdict.RETRY, delay)
+        return config.overloaded_fails_invocation
 
     # -- running the handler ---------------------------------------------------------------------
 

@@ -24,24 +24,27 @@ from functools import partial
 from typing import Any, Literal, cast
 
 from sqsbatch._async.flavour import AsyncBatchHandler
+from sqsbatch._core.attributes import UserAttribute, encode_attributes
+from sqsbatch._core.bodies import encode_body
 from sqsbatch._core.closing import failure_of, handler_end
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.entries import Outbound, send_entry
+from sqsbatch._core.envelope import ContentType, Envelope, ErrorInfo
 from sqsbatch._core.handlers import check_handler, is_async_handler
+from sqsbatch._core.holding import held, overloaded_seconds
 from sqsbatch._core.intake import Screening, intake
 from sqsbatch._core.ledger import ActionKind, actions_for
+from sqsbatch._core.message import MessageBatch, ledger_of
 from sqsbatch._core.queue_settings import check_dead_letter_queue, resolve_settings
 from sqsbatch._core.receiving import Answer
 from sqsbatch._core.screening import BodyModel, Doomed, Screen, close_screened
+from sqsbatch._core.sending import check_idempotency_key
 from sqsbatch._core.shapes import is_fifo, queue_name
+from sqsbatch._shell.handler_tasks import run_async_handler, run_in_thread, run_returned
 from sqsbatch._sync.door import SyncSqs
 from sqsbatch._sync.flavour import BatchHandler
-from sqsbatch.attributes import UserAttribute, encode_attributes
 from sqsbatch.config import MAX_TTL_SECONDS, ConsumerConfig
-from sqsbatch.envelope import ContentType, Envelope, ErrorInfo, encode_body
-from sqsbatch.errors import MessageError, SqsBatchError
-from sqsbatch.handler_tasks import run_async_handler, run_in_thread, run_returned
-from sqsbatch.message import MessageBatch
+from sqsbatch.errors import MessageError, Overloaded, SqsBatchError
 
 __all__ = ["HandlerResult", "MessageResult", "TestMessage", "run_handler", "run_handler_async"]
 
@@ -64,8 +67,8 @@ class TestMessage:
     """A body with what a producer and SQS would have set: `id` (default `message-<index>`),
     `attempts` (1 on the first delivery, `max_retries + 1` on the last), `timestamp` (the send,
     timezone-aware, kept to the millisecond as SQS keeps it; default now), `attributes`,
-    `group_id` (FIFO), `content_type` and `ttl_seconds` (a deadline from `timestamp`), as
-    `send` takes them."""
+    `group_id` (FIFO), `content_type`, `ttl_seconds` (a deadline from `timestamp`) and
+    `idempotency_key`, as `send` takes them."""
 
     __test__ = False  # not a pytest test class, though its name starts with "Test"
 
@@ -78,6 +81,7 @@ class TestMessage:
     group_id: str | None = None
     content_type: ContentType | None = None
     ttl_seconds: float | None = None
+    idempotency_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -240,7 +244,7 @@ class _Run:
         # Not logged as the front ends log it: the result carries the error.
         end = handler_end(self.batch, self.config, timed_out=timed_out, error=error)
         settings = resolve_settings(self.queue, self.config, {})
-        ledger = self.batch._ledger
+        ledger = ledger_of(self.batch)
         ledger.seal()
         decisions = ledger.decisions(end.outcome)
         actions = actions_for(
@@ -254,6 +258,8 @@ class _Run:
             wall_now=time.time(),
             fifo=is_fifo(self.queue),
         )
+        if isinstance(end.error, Overloaded) and not is_fifo(self.queue):  # as a poller holds it
+            actions = held(actions, decisions, overloaded_seconds(end.error))
         outcomes = list(self.screened)
         for message, decision, action in zip(self.batch.messages, decisions, actions, strict=True):
             fate = _FATES[action.kind]
@@ -331,7 +337,11 @@ def _received(index: int, item: TestMessage, queue: str, wall_now: float) -> dic
         body, content_type = encode_body(item.body, item.content_type)
         outbound = Outbound(
             body,
-            Envelope(content_type=content_type, expires_at=_expires_at(item, sent_ms)),
+            Envelope(
+                content_type=content_type,
+                expires_at=_expires_at(item, sent_ms),
+                idempotency_key=check_idempotency_key(item.idempotency_key),
+            ),
             encode_attributes(item.attributes),
             group_id=item.group_id,
         )

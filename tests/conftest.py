@@ -7,11 +7,14 @@ import os
 import re
 import uuid
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from sqsbatch.local import LOCAL_CREDENTIALS, LocalSqs
+from sqsbatch.dev.server import LOCAL_CREDENTIALS, LocalSqs
+
+if TYPE_CHECKING:
+    from tests.support.spans import Spans
 
 # Never reach AWS: fake credentials, and no endpoint unless a test sets one.
 os.environ.update(LOCAL_CREDENTIALS)
@@ -50,3 +53,14 @@ def _no_config_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
 @pytest.fixture(autouse=True)
 def _quiet_werkzeug() -> None:
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
+
+
+@pytest.fixture
+def spans() -> Iterator[Spans]:
+    """The spans recorded while the test runs (OpenTelemetry's SDK, in memory)."""
+    from tests.support.spans import Spans, installed  # noqa: PLC0415 - only where traces are read
+
+    exporter = installed()
+    exporter.clear()
+    yield Spans(exporter)
+    exporter.clear()

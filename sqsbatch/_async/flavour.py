@@ -11,27 +11,24 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext, suppress
-from typing import TYPE_CHECKING, Any, ParamSpec, Protocol
+from typing import Any, ParamSpec, Protocol
 
-from sqsbatch._botocore import (
+from sqsbatch._core.heartbeat import Watch
+from sqsbatch._core.message import MessageBatch, deliveries_of
+from sqsbatch._shell.botocore import (
     LONG_POLL_SECONDS,
     MARGIN_SECONDS,
     checks_answers,
     client_config,
     receives_fail_fast,
 )
-from sqsbatch._core.heartbeat import Watch
-from sqsbatch.handler_tasks import (
+from sqsbatch._shell.handler_tasks import (
     CANCEL_GRACE_SECONDS,
     abandon,
     called,
     handler_failure,
 )
-from sqsbatch.lifecycle import graceful_loop_signals as graceful
-from sqsbatch.message import MessageBatch
-
-if TYPE_CHECKING:
-    from sqsbatch._async.door import AsyncSqs
+from sqsbatch._shell.lifecycle import graceful_loop_signals as graceful
 
 __all__ = [
     "HANDLER_IS_ASYNC",
@@ -83,9 +80,15 @@ def default_client(
     return aioboto3.Session().client("sqs", config=config)
 
 
+class Door(Protocol):
+    """What `opened` needs of a door: the client it calls through, None until one is made."""
+
+    client: Any
+
+
 @asynccontextmanager
 async def opened(
-    sqs: AsyncSqs,
+    sqs: Door,
     max_pool_connections: int,
     *,
     long_poll_seconds: float = LONG_POLL_SECONDS,
@@ -254,7 +257,7 @@ class HandlerRun:
         self._ended = loop.create_future()
         self._task: asyncio.Task[object] = loop.create_task(called(self._handler, self._batch))
         self._task.add_done_callback(self._end)
-        self._arm(self._watch.wake_at(self._batch._deliveries))
+        self._arm(self._watch.wake_at(deliveries_of(self._batch)))
         try:
             await self._ended
         finally:
@@ -305,7 +308,7 @@ class HandlerRun:
     async def _beating(self) -> None:
         try:
             await self._heartbeat()
-            at = self._watch.wake_at(self._batch._deliveries)
+            at = self._watch.wake_at(deliveries_of(self._batch))
         except Exception:  # a bug of ours: no more heartbeats, the deadline still holds
             log.exception("a heartbeat of %s failed", self._batch.queue)
             at = self._watch.deadline

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqsbatch._core.backoff import round_pause
+from sqsbatch._core.delays import round_pause
 from sqsbatch._core.shapes import redact
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 

@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 from sqsbatch._core.calls import BatchRun
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.entries import TwoPhase, settle_entries
+from sqsbatch._core.envelope import RETRIES_EXHAUSTED
 from sqsbatch._core.ledger import Action, ActionKind, Outcome, acks_out_of_order, actions_for
+from sqsbatch._core.message import MessageBatch, deliveries_of, ledger_of
 from sqsbatch._core.metrics import reason_key
 from sqsbatch._core.shapes import queue_name
 from sqsbatch.config import ConsumerConfig
-from sqsbatch.envelope import RETRIES_EXHAUSTED
 from sqsbatch.errors import AwaitableReturned
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
-from sqsbatch.message import MessageBatch
 
 __all__ = [
     "OVERLAP_ROUND_TRIP_SECONDS",
@@ -154,9 +154,9 @@ def close_batch(
     On a FIFO queue acks keep their entries but for that bulk case: an ack behind a failure of
     its group is reported to Lambda, and deleted by the front end itself.
     """
-    ledger = batch._ledger
+    ledger = ledger_of(batch)
     ledger.seal()
-    size = len(batch._deliveries)
+    size = len(deliveries_of(batch))
     config, fifo, limits = context.config, context.fifo, context.limits
     if ledger.all_acked(outcome):  # the common case, in bulk
         kinds = [ActionKind.DELETE] * size
@@ -240,7 +240,7 @@ def plan_closing(
 ) -> Closing:
     """The closing of `batch` for `actions`: its entries, and what each message became."""
     plan = settle_entries(
-        batch._deliveries,
+        deliveries_of(batch),
         actions,
         queue_url=context.url,
         queue=batch.queue,
@@ -249,7 +249,7 @@ def plan_closing(
         fifo=context.fifo,
         limits=context.limits,
     )
-    kinds = [ActionKind.DELETE] * len(batch._deliveries)
+    kinds = [ActionKind.DELETE] * len(deliveries_of(batch))
     reasons = {}
     for action in actions:
         kinds[action.index] = action.kind
@@ -299,7 +299,7 @@ def refusals(
     ]
 
 
-def tally(plan: Closing, first: BatchRun, second: BatchRun) -> dict[str, int]:
+def tally(closing: Closing, first: BatchRun, second: BatchRun) -> dict[str, int]:
     """Counters for a settled batch, from what SQS accepted entry by entry.
 
     A message whose receipt had expired "may be redelivered": it is counted apart from real
@@ -310,19 +310,19 @@ def tally(plan: Closing, first: BatchRun, second: BatchRun) -> dict[str, int]:
     failed: dict[int, list[bool]] = {}
     for result in (*first.failed(), *second.failed()):
         failed.setdefault(int(result.key[1:]), []).append(result.gone)
-    if not failed and not plan.entries.refused:  # every entry accepted: count kinds in bulk
+    if not failed and not closing.entries.refused:  # every entry accepted: count kinds in bulk
         for kind, name in _COUNTER.items():
-            counts[name] += plan.kinds.count(kind)
+            counts[name] += closing.kinds.count(kind)
         if counts["dead_lettered"]:
-            _count_reasons(counts, plan, range(len(plan.kinds)))
+            _count_reasons(counts, closing, range(len(closing.kinds)))
         return counts
-    for index, kind in enumerate(plan.kinds):
-        if index in plan.entries.refused:
+    for index, kind in enumerate(closing.kinds):
+        if index in closing.entries.refused:
             counts["settle_failures"] += 1
         elif index not in failed:
             counts[_COUNTER[kind]] += 1
             if kind is ActionKind.DEAD_LETTER:
-                _count_reasons(counts, plan, [index])
+                _count_reasons(counts, closing, [index])
         elif all(failed[index]):
             counts["expired_receipts"] += 1
         else:
@@ -342,9 +342,9 @@ _ZEROS = {name: 0 for name in _COUNTER.values()} | {
 }
 
 
-def _count_reasons(counts: dict[str, int], plan: Closing, indexes: Iterable[int]) -> None:
+def _count_reasons(counts: dict[str, int], closing: Closing, indexes: Iterable[int]) -> None:
     """`dead_lettered:<reason>` for each message of `indexes` copied to the DLQ."""
     for index in indexes:
-        if plan.kinds[index] is ActionKind.DEAD_LETTER:
-            key = reason_key(plan.reasons.get(index, RETRIES_EXHAUSTED))
+        if closing.kinds[index] is ActionKind.DEAD_LETTER:
+            key = reason_key(closing.reasons.get(index, RETRIES_EXHAUSTED))
             counts[key] = counts.get(key, 0) + 1

@@ -14,18 +14,27 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from sqsbatch._core.attributes import ATTRIBUTE as META
+from sqsbatch._core.attributes import AttributeValue, payload_size
 from sqsbatch._core.calls import Entry
+from sqsbatch._core.envelope import (
+    MAX_ERROR_CHARS,
+    Death,
+    DecodedMessage,
+    Envelope,
+    ErrorInfo,
+    carry,
+)
 from sqsbatch._core.ledger import Action, ActionKind
-from sqsbatch.attributes import ATTRIBUTE as META
-from sqsbatch.attributes import AttributeValue, payload_size
-from sqsbatch.envelope import MAX_ERROR_CHARS, Death, DecodedMessage, Envelope, ErrorInfo, carry
+from sqsbatch._core.message import _Delivery
 from sqsbatch.errors import FifoError, MessageError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
-from sqsbatch.message import _Delivery
 
 __all__ = [
+    "MAX_GROUP_ID",
     "Outbound",
     "TwoPhase",
+    "check_group_id",
     "copy_of",
     "dead_envelope",
     "delete_entries",
@@ -62,6 +71,26 @@ def hop_delay(
     return limits.max_send_delay_seconds, replace(envelope, due_at=wall_now + delay_seconds)
 
 
+MAX_GROUP_ID = 128
+_GROUP_ID_CHARS = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+)
+"""What SQS takes in a `MessageGroupId`: letters, digits and ASCII punctuation."""
+
+
+def check_group_id(value: object) -> str:
+    """A `MessageGroupId`: 1..128 characters of letters, digits and punctuation (SQS's rule)."""
+    if not isinstance(value, str) or not 1 <= len(value) <= MAX_GROUP_ID:
+        shown = f"{len(value)} characters" if isinstance(value, str) else type(value).__name__
+        raise MessageError(f"group_id is invalid ({shown}): must be 1..{MAX_GROUP_ID} characters")
+    bad = next((char for char in value if char not in _GROUP_ID_CHARS), None)
+    if bad is not None:
+        raise MessageError(
+            f"group_id holds {bad!r}: SQS takes letters, digits and ASCII punctuation only"
+        )
+    return value
+
+
 def remaining_delay(due_at: float, wall_now: float) -> int:
     return max(0, math.ceil(due_at - wall_now))
 
@@ -92,12 +121,14 @@ def send_entry(
             )
         if message.group_id is None:
             raise FifoError("sending to a FIFO queue needs group_id=")
-        params["MessageGroupId"] = message.group_id
+        params["MessageGroupId"] = check_group_id(message.group_id)
         if message.deduplication_id is not None:
             params["MessageDeduplicationId"] = message.deduplication_id
     else:
-        if message.group_id is not None or message.deduplication_id is not None:
-            raise FifoError("group_id and deduplication_id are for FIFO queues (.fifo) only")
+        if message.deduplication_id is not None:
+            raise FifoError("deduplication_id is for FIFO queues (.fifo) only")
+        if message.group_id is not None:  # a fair queue's tenant: SQS keeps tenants fair
+            params["MessageGroupId"] = check_group_id(message.group_id)
         if message.delay_seconds is not None:
             params["DelaySeconds"] = message.delay_seconds
     return Entry(key, "send_message_batch", queue_url, params, size)
@@ -110,13 +141,14 @@ def copy_of(
     delay_seconds: int | None = None,
     fifo: bool = False,
 ) -> Outbound:
-    """A re-sent copy of a received message: same body, user attributes and group."""
+    """A re-sent copy of a received message: same body, user attributes and group (on a FIFO
+    queue its order; on a standard one, its fair queue's tenant)."""
     return Outbound(
         body=message.raw_body,
         envelope=envelope,
         attributes=message.raw_attributes,
         delay_seconds=delay_seconds,
-        group_id=message.group_id if fifo else None,
+        group_id=message.group_id,
         deduplication_id=_dedup_id(envelope) if fifo else None,
     )
 
@@ -244,7 +276,8 @@ def _copy_for(
     envelope = carry(message)
     if action.kind is ActionKind.DEAD_LETTER:
         return True, copy_of(message, dead_envelope(message, action, queue, wall_now), fifo=fifo)
-    retried = replace(envelope, base_attempts=message.attempts)
+    spent = message.attempts if action.costs_attempt else message.attempts - 1  # held: none
+    retried = replace(envelope, base_attempts=max(0, spent))
     delay, hopped = hop_delay(
         action.delay_seconds, wall_now=wall_now, envelope=retried, limits=limits
     )

@@ -31,6 +31,7 @@ from sqsbatch._core.closing import Closing, acked_tally, refusals, sent_keys, ta
 from sqsbatch._core.entries import TwoPhase, delete_entries
 from sqsbatch._core.heartbeat import extended, heartbeat_entries
 from sqsbatch._core.lambda_report import report
+from sqsbatch._core.message import MessageBatch, deliveries_of
 from sqsbatch._core.notices import notices
 from sqsbatch._core.queue_settings import (
     QueueSettings,
@@ -42,7 +43,6 @@ from sqsbatch._core.shapes import is_transient
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.errors import QueueNotFound, SqsError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
-from sqsbatch.message import MessageBatch
 
 __all__ = [
     "Flow",
@@ -143,7 +143,7 @@ def _delete_acked(batch: MessageBatch, queue_url: str, limits: SqsLimits) -> Flo
     """Round one of the deletes of a batch acked in bulk, made straight from the receipts, 10 a
     call. None when SQS accepted every entry at once (the common case, read in bulk); else the
     same deletes as a `BatchRun` that has read round one's answers and settled the rest."""
-    deliveries, step = batch._deliveries, limits.max_entries
+    deliveries, step = deliveries_of(batch), limits.max_entries
     answers: list[Any] = []
     clean = True
     for start in range(0, len(deliveries), step):
@@ -175,7 +175,7 @@ def settle_for_lambda(
     plan = closing.entries
     first = yield from batch_calls(BatchRun(plan.first, limits=limits))
     sent = sent_keys(first)
-    groups = [delivery.group_id for delivery in batch._deliveries] if closing.fifo else []
+    groups = [delivery.group_id for delivery in deliveries_of(batch)] if closing.fifo else []
     decided = report(closing.kinds, {int(key[1:]) for key in sent}, groups, fifo=closing.fifo)
     deletes = [entry for entry in plan.second(sent) if int(entry.key[1:]) in decided.delete]
     second = yield from batch_calls(BatchRun(deletes, limits=limits))
@@ -232,7 +232,7 @@ def heartbeat(
 ) -> Flow[Heartbeat]:
     """Extend the visibility of a running batch's messages that need it now. An expired receipt
     is counted (its message may be redelivered); an extension SQS refused is logged."""
-    deliveries = batch._deliveries
+    deliveries = deliveries_of(batch)
     entries = heartbeat_entries(
         deliveries,
         queue_url=queue_url,

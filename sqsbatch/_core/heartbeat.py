@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 from sqsbatch._core.calls import BatchRun, Entry
 from sqsbatch._core.ledger import visibility_allowed
+from sqsbatch._core.message import _Delivery
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
-from sqsbatch.message import _Delivery
 
 __all__ = ["Extended", "Watch", "extended", "heartbeat_entries", "next_heartbeat"]
 

@@ -1,7 +1,7 @@
 """Intake: every step between SQS and a handler, written once for every front end. No I/O.
 
 Messages reach a handler from a receive (both pollers: `receive`, over `receiving.Answer`) or
-from a Lambda event (`sqsbatch.lambda_records.EventRecords`). Either way they are `Arrivals`,
+from a Lambda event (`sqsbatch._core.lambda_records.EventRecords`). Either way they are `Arrivals`,
 and `intake` takes them through the same steps, in this order:
 
 1. split: the delay hops received before their due time are set apart
@@ -30,16 +30,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
-from sqsbatch._core.backoff import Uniform, pause_seconds
 from sqsbatch._core.closing import Closing
 from sqsbatch._core.context import QueueContext
+from sqsbatch._core.delays import Uniform, pause_seconds
 from sqsbatch._core.flows import Flow, Line, Request, Settled, postpone, settle, settle_for_lambda
+from sqsbatch._core.message import MessageBatch, _Delivery, deliveries_of
 from sqsbatch._core.receiving import Answer, split_deliveries
 from sqsbatch._core.screening import Doomed, Screen, close_screened, screen
 from sqsbatch._core.shapes import is_transient, receive_params
 from sqsbatch.errors import SqsBatchError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
-from sqsbatch.message import MessageBatch, _Delivery
 
 __all__ = [
     "Arrivals",
@@ -180,7 +180,7 @@ def _dead_letter(
     taken.doomed = doomed
     taken.counts |= _doomed_counts(settled)
     taken.line = _doomed_line(batch, closing, settled)
-    taken.refused = [batch._deliveries[index] for index in settled.listed]
+    taken.refused = [deliveries_of(batch)[index] for index in settled.listed]
 
 
 def _doomed_counts(settled: Settled) -> dict[str, int]:

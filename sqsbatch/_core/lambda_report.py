@@ -2,7 +2,7 @@
 
 Lambda deletes every record its function leaves out of the partial batch response, so this is
 where acks cost no call, and where a FIFO group's order is kept after a failure. Pure: the Lambda
-flows (`sqsbatch._core.flows.settle_for_lambda`) decide with it; `sqsbatch.lambda_event`
+flows (`sqsbatch._core.flows.settle_for_lambda`) decide with it; `sqsbatch._core.lambda_event`
 re-exports it as `lambda_event.report`.
 """
 

@@ -15,17 +15,17 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqsbatch.envelope import RETRIES_EXHAUSTED, ErrorInfo
+from sqsbatch._core.envelope import RETRIES_EXHAUSTED, ErrorInfo
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 
 __all__ = [
     "Action",
     "ActionKind",
     "Decision",
+    "Delivered",
     "LastFailure",
     "Ledger",
     "Outcome",
-    "Settled",
     "Verdict",
     "acks_out_of_order",
     "actions_for",
@@ -159,8 +159,8 @@ class Action:
 
 
 @dataclass(frozen=True)
-class Settled:
-    """What settlement needs to know of one message."""
+class Delivered:
+    """A delivered message, as settlement sees it: its attempts, when it came, its FIFO group."""
 
     attempts: int
     received_at: float
@@ -169,7 +169,7 @@ class Settled:
 
 
 def actions_for(
-    messages: Sequence[Settled],
+    messages: Sequence[Delivered],
     decisions: Sequence[Decision],
     *,
     max_retries: int,
@@ -238,7 +238,9 @@ def visibility_allowed(received_at: float, now: float, limits: SqsLimits = SQS_L
     return max(0, math.floor(limits.visibility_ceiling_seconds - (now - received_at)))
 
 
-def _hold_group_order(messages: Sequence[Settled], decisions: Sequence[Decision]) -> list[Decision]:
+def _hold_group_order(
+    messages: Sequence[Delivered], decisions: Sequence[Decision]
+) -> list[Decision]:
     held = list(decisions)
     retried_groups: dict[str, Decision] = {}
     for index, message in enumerate(messages):
@@ -253,7 +255,7 @@ def _hold_group_order(messages: Sequence[Settled], decisions: Sequence[Decision]
     return held
 
 
-def acks_out_of_order(messages: Sequence[Settled], decisions: Sequence[Decision]) -> list[int]:
+def acks_out_of_order(messages: Sequence[Delivered], decisions: Sequence[Decision]) -> list[int]:
     """FIFO: the messages the handler acked itself after an earlier message of their group was
     retried (explicitly, or by the handler's failure). Their acks hold (SPEC: explicit acks hold
     either way; the handler did their work, so a retry would run it twice, not in order): the

@@ -4,7 +4,7 @@ A poller is alive while it completes receives (an empty long poll too) or while 
 slots is busy with a handler still inside its `handler_timeout` (a full poller is not stalled).
 `Liveness` turns that evidence into two answers for the shell: touch the health file now, and
 the loop has stalled (neither receiving nor busy for `stall_seconds`). The shells feed it the
-time as `now`; `sqsbatch.health` does the touching.
+time as `now`; `sqsbatch._shell.health` does the touching.
 """
 
 from __future__ import annotations

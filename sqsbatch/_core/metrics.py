@@ -17,8 +17,8 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from sqsbatch.envelope import EXPIRED, INVALID_BODY, RETRIES_EXHAUSTED
-from sqsbatch.message import Message
+from sqsbatch._core.envelope import EXPIRED, INVALID_BODY, RETRIES_EXHAUSTED
+from sqsbatch._core.message import Message
 
 __all__ = [
     "CONSUMER_METRICS",
@@ -50,6 +50,8 @@ CONSUMER_METRICS = {
     "receive_errors": "ReceiveErrors",
     "handler_errors": "HandlerErrors",
     "handler_timeouts": "HandlerTimeouts",
+    "circuit_open": "CircuitOpen",
+    "paused_seconds": "PausedSeconds",
 }
 """A consumer's counters (the names `consumer.stats` uses) and their metric names."""
 

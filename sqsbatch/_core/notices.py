@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 from sqsbatch._core.calls import BatchRun
 from sqsbatch._core.closing import Closing
+from sqsbatch._core.envelope import EXPIRED, INVALID_BODY, RETRIES_EXHAUSTED
 from sqsbatch._core.ledger import ActionKind
-from sqsbatch.envelope import EXPIRED, INVALID_BODY, RETRIES_EXHAUSTED
-from sqsbatch.message import MessageBatch
+from sqsbatch._core.message import MessageBatch
 
 __all__ = ["LOGGED_IDS", "LOGGED_REASONS", "dead_letter_line", "notices", "out_of_order_line"]
 

@@ -1,13 +1,13 @@
 """Dead-letter reasons by category, for `--filter reason:...` and the `reasons` of a redrive.
 
-A message's reason on a DLQ (`sqsbatch.envelope.death_reason`) is one of sqsbatch's own
+A message's reason on a DLQ (`sqsbatch._core.envelope.death_reason`) is one of sqsbatch's own
 (`retries_exhausted`, `expired`, `invalid_body`), `moved_by_sqs` (SQS's RedrivePolicy moved it),
 or the text a handler gave `dead_letter(reason)`, whose category is `requested`.
 """
 
 from __future__ import annotations
 
-from sqsbatch.envelope import EXPIRED, INVALID_BODY, MOVED_BY_SQS, RETRIES_EXHAUSTED
+from sqsbatch._core.envelope import EXPIRED, INVALID_BODY, MOVED_BY_SQS, RETRIES_EXHAUSTED
 
 __all__ = ["CATEGORIES", "REQUESTED", "category", "matches"]
 

@@ -15,21 +15,15 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from sqsbatch._core.attributes import ATTRIBUTE
 from sqsbatch._core.batching import BatchWindow
+from sqsbatch._core.bodies import decode_body
 from sqsbatch._core.entries import TwoPhase, is_premature, postpone_entries
+from sqsbatch._core.envelope import FOREIGN, DecodedMessage, Envelope, decode, read_envelope
 from sqsbatch._core.ledger import Ledger
-from sqsbatch.attributes import ATTRIBUTE
+from sqsbatch._core.message import HeldMessage, Message, _Delivery
 from sqsbatch.config import ConsumerConfig
-from sqsbatch.envelope import (
-    FOREIGN,
-    DecodedMessage,
-    Envelope,
-    decode,
-    decode_body,
-    read_envelope,
-)
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
-from sqsbatch.message import HeldMessage, Message, _Delivery
 
 __all__ = [
     "Answer",

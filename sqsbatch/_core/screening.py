@@ -31,10 +31,10 @@ from pydantic import TypeAdapter, ValidationError
 
 from sqsbatch._core.closing import Closing, plan_closing
 from sqsbatch._core.context import QueueContext
+from sqsbatch._core.envelope import EXPIRED, INVALID_BODY, Death, Envelope, ErrorInfo
 from sqsbatch._core.ledger import Action, ActionKind, LastFailure
-from sqsbatch.envelope import EXPIRED, INVALID_BODY, Death, Envelope, ErrorInfo
+from sqsbatch._core.message import MessageBatch, _Delivery, ledger_of
 from sqsbatch.errors import ConfigError
-from sqsbatch.message import MessageBatch, _Delivery
 
 __all__ = [
     "BodyModel",
@@ -164,7 +164,7 @@ def close_screened(
     (copy, then delete), deleted and logged without one, or left to the RedrivePolicy (hidden
     for `retry_delay`) when the DLQ is unknown."""
     batch = MessageBatch(context.name, [d.delivery for d in doomed])
-    batch._ledger.seal()
+    ledger_of(batch).seal()
     kind = _KIND[context.last_failure]
     hide = context.config.retry_delay if kind is ActionKind.LEAVE else 0
     actions = [

@@ -1,7 +1,7 @@
 """X-Ray's trace header as W3C trace context: no I/O, no OpenTelemetry.
 
 SQS sets the `AWSTraceHeader` system attribute for producers that X-Ray traces. `xray_ids`
-reads it as W3C trace and span ids (for the batch span's link, `sqsbatch.tracing`), and
+reads it as W3C trace and span ids (for the batch span's link, `sqsbatch._shell.tracing`), and
 `xray_traceparent` writes it as a W3C `traceparent`, so that a copy sqsbatch re-sends (a
 dead-lettered copy, a delay hop, a redriven message) keeps the link in its own attribute.
 """

@@ -1,2 +1,2 @@
-"""The threads flavour: `door.py` and `poller.py` are generated from `sqsbatch._async`'s by
+"""The threads flavour: `door.py` and `consumer.py` are generated from `sqsbatch._async`'s by
 unasync (`make twins`); `flavour.py` is written by hand."""

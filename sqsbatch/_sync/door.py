@@ -19,10 +19,10 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from sqsbatch._botocore import BOTOCORE_ERRORS, no_retries_once, translate
 from sqsbatch._core.calls import BatchRun
 from sqsbatch._core.flows import Flow, Pause, batch_calls
 from sqsbatch._core.shapes import is_url, queue_name
+from sqsbatch._shell.botocore import BOTOCORE_ERRORS, no_retries_once, translate
 from sqsbatch._sync.flavour import Sleep, counter_lock, default_client, sleep
 from sqsbatch.errors import SqsBatchError, SqsError
 

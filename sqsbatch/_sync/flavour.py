@@ -1,6 +1,6 @@
 """What the threads flavour does its own way, and nothing else (`sqsbatch._async.flavour` is the
 asyncio twin, name for name): the client, a sleep, an event any thread may set, units of work,
-a handler run against a deadline, and signals. `door.py` and `poller.py` beside it are
+a handler run against a deadline, and signals. `door.py` and `consumer.py` beside it are
 generated from the asyncio sources by unasync.
 """
 
@@ -13,24 +13,21 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING, Any, ParamSpec, Protocol
+from typing import Any, ParamSpec, Protocol
 
-from sqsbatch._botocore import (
+from sqsbatch._core.handlers import not_awaited
+from sqsbatch._core.heartbeat import Watch
+from sqsbatch._core.message import MessageBatch, deliveries_of
+from sqsbatch._shell.botocore import (
     LONG_POLL_SECONDS,
     MARGIN_SECONDS,
     checks_answers,
     client_config,
     receives_fail_fast,
 )
-from sqsbatch._core.handlers import not_awaited
-from sqsbatch._core.heartbeat import Watch
+from sqsbatch._shell.handler_tasks import Workers
+from sqsbatch._shell.lifecycle import graceful_signals as graceful
 from sqsbatch._sync.watcher import Watcher
-from sqsbatch.handler_tasks import Workers
-from sqsbatch.lifecycle import graceful_signals as graceful
-from sqsbatch.message import MessageBatch
-
-if TYPE_CHECKING:
-    from sqsbatch._sync.door import SyncSqs
 
 __all__ = [
     "HANDLER_IS_ASYNC",
@@ -81,9 +78,15 @@ def default_client(
     return checks_answers(receives_fail_fast(boto3.session.Session().client("sqs", config=config)))
 
 
+class Door(Protocol):
+    """What `opened` needs of a door: the client it calls through, None until one is made."""
+
+    client: Any
+
+
 @contextmanager
 def opened(
-    sqs: SyncSqs,
+    sqs: Door,
     max_pool_connections: int,
     *,
     long_poll_seconds: float = LONG_POLL_SECONDS,
@@ -277,7 +280,7 @@ class HandlerRun:
             raise RuntimeError("a sync HandlerRun runs in a unit of work of Slots")
         watcher, watch, clock = unit.slots.watcher, self._watch, self._clock
         batch, heartbeat, give_up = self._batch, self._heartbeat, self._give_up
-        deliveries = batch._deliveries
+        deliveries = deliveries_of(batch)
 
         def due() -> float | None:  # on a watcher's thread, while the handler runs
             if watch.timed_out(clock()):

@@ -19,7 +19,7 @@ from sqsbatch.cdk.alarms import MetricsAlarms, QueueAlarms
 from sqsbatch.cdk.dashboard import QueueDashboard
 from sqsbatch.cdk.fargate import FargateConsumer, RedriveService, TaskSize, container_image
 from sqsbatch.cdk.lambda_consumer import LambdaConsumer
-from sqsbatch.cdk.queues import DeadLetterQueue, QueueWithDlq, queue_arn
+from sqsbatch.cdk.queue_pair import DeadLetterQueue, QueueWithDlq, queue_arn
 from sqsbatch.cdk.settings import DeploymentPlan, InfraSettings, load_plan
 from sqsbatch.cdk.stack import SqsBatchStack, build_app
 

@@ -23,7 +23,7 @@ from sqsbatch.cdk.emf import (
     consumer_metric,
     redrive_metric,
 )
-from sqsbatch.cdk.queues import QueueWithDlq
+from sqsbatch.cdk.queue_pair import QueueWithDlq
 from sqsbatch.cdk.rules import Metrics, metrics_of
 
 __all__ = ["QueueDashboard", "dashboard_name"]

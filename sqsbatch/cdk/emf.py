@@ -33,8 +33,16 @@ FAILURES = (
     "ReceiveErrors",
     "ExpiredReceipts",
 )
-OTHER_OUTCOMES = ("Batches", "Postponed", "LeftToRedrivePolicy", "Dropped")
-"""Counts (unit Count): the outcomes of every received message, and what went wrong."""
+OTHER_OUTCOMES = (
+    "Batches",
+    "Postponed",
+    "LeftToRedrivePolicy",
+    "Dropped",
+    "CircuitOpen",
+    "PausedSeconds",
+)
+"""Counts (unit Count): the outcomes of every received message, what went wrong, and holding
+back (the circuit's openings, seconds paused)."""
 REDRIVE_COUNTS = tuple(dict.fromkeys(REDRIVE_METRICS.values()))
 """The redrive daemon's counts, with `QueueName` = the DLQ it drains (the `Reason` values of
 `DeadLettered` are the library's `DEAD_LETTER_REASONS`, imported here)."""

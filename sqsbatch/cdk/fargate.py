@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from aws_cdk import Acknowledgment, Duration, Stack, Validations
-from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecs as ecs
@@ -22,8 +20,9 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from sqsbatch.cdk.encryption import QUEUE_SEND, allow_key
-from sqsbatch.cdk.queues import DeadLetterQueue, QueueWithDlq, queue_arn
+from sqsbatch.cdk.queue_pair import DeadLetterQueue, QueueWithDlq, queue_arn
 from sqsbatch.cdk.rules import Metrics, consumer_environment, metrics_environment
+from sqsbatch.cdk.scaling import scale_on_backlog
 from sqsbatch.errors import ConfigError
 
 __all__ = ["FargateConsumer", "RedriveService", "TaskSize", "container_image"]
@@ -59,6 +58,7 @@ CONSUMER_QUEUE_ACTIONS = [
     "sqs:GetQueueAttributes",
     "sqs:GetQueueUrl",
     "sqs:SendMessage",  # delays past SQS's limits are re-sent to the queue in hops
+    "sqs:ListQueueTags",  # is the queue paused (docs/pressure.md)
 ]
 CONSUMER_DLQ_ACTIONS = ["sqs:SendMessage", "sqs:GetQueueUrl"]
 REDRIVE_DLQ_ACTIONS = [
@@ -70,6 +70,14 @@ REDRIVE_DLQ_ACTIONS = [
     "sqs:ListDeadLetterSourceQueues",
 ]
 REDRIVE_SOURCE_ACTIONS = ["sqs:SendMessage", "sqs:GetQueueUrl"]
+# The ECS agent makes UpdateTaskProtection with the task role when the poller asks it to
+# (`PUT $ECS_AGENT_URI/task-protection/v1/state`, docs/pressure.md).
+TASK_PROTECTION_ACTIONS = ["ecs:UpdateTaskProtection"]
+TASK_ARN_FINDING = "arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task/{cluster}/*"
+TASK_ARN_REASON = (
+    "Task ids are random and known only once a task starts, so a task may protect only "
+    "itself by the ARN pattern of its cluster's tasks; IAM takes no narrower resource."
+)
 ENV_REASON = (
     "The container's environment holds only sqsbatch's non-secret settings (batch size, "
     "retries, queue names); there are no secrets to move to Secrets Manager."
@@ -104,6 +112,20 @@ def container_image(
         return ecs.ContainerImage.from_registry(uri)
     repository = ecr.Repository.from_repository_name(scope, id, str(ecr_repository))
     return ecs.ContainerImage.from_ecr_repository(repository, tag)
+
+
+def task_arns(scope: Construct, cluster: ecs.ICluster) -> str:
+    """`arn:PARTITION:ecs:REGION:ACCOUNT:task/CLUSTER/*`: every task of `cluster`, no other."""
+    return Stack.of(scope).format_arn(
+        service="ecs", resource="task", resource_name=f"{cluster.cluster_name}/*"
+    )
+
+
+def _task_arn_finding(cluster: ecs.ICluster) -> str:
+    """`task_arns` as cdk-nag names it: a cluster of this stack as `<LogicalId>`."""
+    name = Stack.of(cluster).resolve(cluster.cluster_name)
+    shown = f"<{name['Ref']}>" if isinstance(name, dict) and "Ref" in name else str(name)
+    return TASK_ARN_FINDING.format(cluster=shown)
 
 
 class _Service(Construct):
@@ -172,14 +194,30 @@ class _Service(Construct):
             iam.PolicyStatement(actions=list(actions), resources=list(resources))
         )
 
+    def allow_task_protection(self, cluster: ecs.ICluster) -> None:
+        """`ecs:UpdateTaskProtection` on the tasks of `cluster` only: the narrowest resource IAM
+        takes (a task ARN names its cluster and a random task id, not its service)."""
+        tasks = task_arns(self, cluster)
+        self.allow(TASK_PROTECTION_ACTIONS, [tasks])
+        Validations.of(self.task_role).acknowledge(
+            Acknowledgment(
+                id=f"AwsSolutions-IAM5[Resource::{_task_arn_finding(cluster)}]",
+                reason=TASK_ARN_REASON,
+            )
+        )
+
 
 class FargateConsumer(Construct):
     """`sqsbatch consume HANDLER --queue Q --async` on Fargate, scaled on the backlog.
 
-    Target tracking on visible messages per running task (SQS `ApproximateNumberOfMessagesVisible`
-    over Container Insights' `RunningTaskCount`, so the cluster needs Container Insights) keeps
-    between `min_tasks` and `max_tasks` tasks. A stopping task gets `stop_timeout_seconds`
-    (default 120, ECS's maximum) to end its long poll and settle its in-flight batches.
+    Target tracking on visible plus in-flight messages per running task (SQS's
+    `ApproximateNumberOfMessagesVisible` + `ApproximateNumberOfMessagesNotVisible` over Container
+    Insights' `RunningTaskCount`, so the cluster needs Container Insights) keeps between
+    `min_tasks` and `max_tasks` tasks; with `min_tasks = 0` a step policy starts the first one
+    (`sqsbatch.cdk.scaling`). Unless the consumer's `scale_in_protection` is false, the task role
+    may take scale-in protection on its cluster's tasks. A stopping task gets
+    `stop_timeout_seconds` (default 120, ECS's maximum) to end its long poll and settle its
+    in-flight batches.
     """
 
     def __init__(
@@ -199,10 +237,10 @@ class FargateConsumer(Construct):
         vpc_subnets: ec2.SubnetSelection | None = None,
     ) -> None:
         super().__init__(scope, id)
-        if not 1 <= min_tasks <= max_tasks:
+        if not (0 <= min_tasks <= max_tasks and max_tasks >= 1):
             raise ConfigError(
                 f"min_tasks={min_tasks}, max_tasks={max_tasks} is invalid "
-                "(accepted: 1 <= min_tasks <= max_tasks)"
+                "(accepted: 0 <= min_tasks <= max_tasks, max_tasks >= 1)"
             )
         self.runner = _Service(
             self,
@@ -221,7 +259,9 @@ class FargateConsumer(Construct):
         self.runner.allow(CONSUMER_QUEUE_ACTIONS, [queues.queue.queue_arn])
         self.runner.allow(CONSUMER_DLQ_ACTIONS, [queues.dead_letter_queue.queue_arn])
         allow_key(self.runner.task_role, queues.encryption_key, QUEUE_SEND)
-        self.scaling = _scale_on_backlog(
+        if queues.config.scale_in_protection:
+            self.runner.allow_task_protection(cluster)
+        self.scaling = scale_on_backlog(
             self,
             cluster=cluster,
             service=self.service,
@@ -230,91 +270,6 @@ class FargateConsumer(Construct):
             max_tasks=max_tasks,
             per_task=messages_per_task,
         )
-
-
-def _scale_on_backlog(
-    scope: Construct,
-    *,
-    cluster: ecs.ICluster,
-    service: ecs.FargateService,
-    queue_name: str,
-    min_tasks: int,
-    max_tasks: int,
-    per_task: int,
-) -> appscaling.CfnScalingPolicy:
-    # CDK's TargetTrackingScalingPolicy takes no metric math, so the policy is written in L1.
-    role_arn = Stack.of(scope).format_arn(
-        service="iam",
-        region="",
-        resource="role",
-        resource_name="aws-service-role/ecs.application-autoscaling.amazonaws.com/"
-        "AWSServiceRoleForApplicationAutoScaling_ECSService",
-    )
-    target = appscaling.ScalableTarget(
-        scope,
-        "ScalableTarget",
-        service_namespace=appscaling.ServiceNamespace.ECS,
-        resource_id=f"service/{cluster.cluster_name}/{service.service_name}",
-        scalable_dimension="ecs:service:DesiredCount",
-        min_capacity=min_tasks,
-        max_capacity=max_tasks,
-        role=iam.Role.from_role_arn(scope, "ScalingRole", role_arn),
-    )
-    policy = appscaling.CfnScalingPolicy
-    configuration = policy.TargetTrackingScalingPolicyConfigurationProperty(
-        target_value=per_task,
-        customized_metric_specification=policy.CustomizedMetricSpecificationProperty(
-            metrics=_backlog_per_task(cluster, service, queue_name)
-        ),
-        scale_in_cooldown=120,
-        scale_out_cooldown=60,
-    )
-    return policy(
-        scope,
-        "BacklogPerTask",
-        policy_name=f"{queue_name}-backlog-per-task".replace(".", "-"),
-        policy_type="TargetTrackingScaling",
-        scaling_target_id=target.scalable_target_id,
-        target_tracking_scaling_policy_configuration=configuration,
-    )
-
-
-def _backlog_per_task(
-    cluster: ecs.ICluster, service: ecs.FargateService, queue_name: str
-) -> list[appscaling.CfnScalingPolicy.TargetTrackingMetricDataQueryProperty]:
-    """Metric math: the queue's visible messages over the service's running tasks."""
-    policy = appscaling.CfnScalingPolicy
-
-    def stat(namespace: str, name: str, dimensions: Mapping[str, str]) -> Any:
-        return policy.TargetTrackingMetricStatProperty(
-            metric=policy.TargetTrackingMetricProperty(
-                namespace=namespace,
-                metric_name=name,
-                dimensions=[
-                    policy.TargetTrackingMetricDimensionProperty(name=key, value=value)
-                    for key, value in dimensions.items()
-                ],
-            ),
-            stat="Average",
-        )
-
-    backlog = stat("AWS/SQS", "ApproximateNumberOfMessagesVisible", {"QueueName": queue_name})
-    tasks = stat(
-        "ECS/ContainerInsights",
-        "RunningTaskCount",
-        {"ClusterName": cluster.cluster_name, "ServiceName": service.service_name},
-    )
-    query = policy.TargetTrackingMetricDataQueryProperty
-    return [
-        query(id="backlog", metric_stat=backlog, return_data=False),
-        query(id="tasks", metric_stat=tasks, return_data=False),
-        query(
-            id="perTask",
-            expression="backlog / tasks",
-            label="Visible messages per task",
-            return_data=True,
-        ),
-    ]
 
 
 class RedriveService(Construct):

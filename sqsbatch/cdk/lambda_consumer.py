@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from aws_cdk import Duration
 from aws_cdk import aws_iam as iam
@@ -13,8 +14,8 @@ from constructs import Construct
 
 from sqsbatch.cdk.acknowledgements import skip_checkov
 from sqsbatch.cdk.encryption import QUEUE_SEND, allow_key
-from sqsbatch.cdk.queues import QueueWithDlq
-from sqsbatch.cdk.rules import consumer_environment, is_fifo, lambda_source
+from sqsbatch.cdk.queue_pair import QueueWithDlq
+from sqsbatch.cdk.rules import LambdaSource, consumer_environment, is_fifo, lambda_source
 from sqsbatch.cdk.settings import DEFAULT_REDRIVE_HEADROOM
 from sqsbatch.errors import ConfigError
 
@@ -54,6 +55,16 @@ PLAIN_ENVIRONMENT_REASON = (
 )
 
 
+def _scaling(source: LambdaSource) -> dict[str, Any]:
+    """The mapping's `MaximumConcurrency`, or in provisioned mode its `ProvisionedPollerConfig`
+    (the two are exclusive)."""
+    if source.pollers is None:
+        return {"max_concurrency": source.max_concurrency}
+    minimum, maximum = source.pollers
+    config = lambda_.ProvisionedPollerConfig(minimum_pollers=minimum, maximum_pollers=maximum)
+    return {"provisioned_poller_config": config}
+
+
 class LambdaConsumer(Construct):
     """A function from a plain asset folder, consuming `queues.queue` in batches.
 
@@ -66,7 +77,10 @@ class LambdaConsumer(Construct):
     it); a longer one is refused, as is a batch over 10 without a batching window.
 
     Throttling: the function's reserved concurrency is the event source's maximum concurrency,
-    so the mapping never invokes more copies than the function may run. A throttled invocation
+    so the mapping never invokes more copies than the function may run. In provisioned mode
+    (`provisioned_pollers = (min, max)`, exclusive with `max_concurrency`) the mapping takes no
+    maximum concurrency and the function reserves what `max` pollers may invoke at once (10
+    each). A throttled invocation
     still counts as a receive on SQS (the batch comes back after the visibility timeout), so the
     queue's `maxReceiveCount` gets `redrive_headroom` extra receives: a message whose receives
     were partly eaten by throttles still reaches its handler for a last delivery, on which
@@ -87,6 +101,7 @@ class LambdaConsumer(Construct):
         runtime: str = "python3.14",
         architecture: str = "x86_64",
         max_concurrency: int | None = None,
+        provisioned_pollers: tuple[int, int] | None = None,
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
         redrive_headroom: int = DEFAULT_REDRIVE_HEADROOM,
     ) -> None:
@@ -96,6 +111,7 @@ class LambdaConsumer(Construct):
             fifo=is_fifo(queues.queue_name),
             timeout_seconds=timeout_seconds,
             max_concurrency=max_concurrency,
+            provisioned_pollers=provisioned_pollers,
         )
         if not Path(asset_path).is_dir():
             raise ConfigError(f"lambda asset {str(asset_path)!r} is not a folder")
@@ -134,7 +150,7 @@ class LambdaConsumer(Construct):
                 batch_size=source.batch_size,
                 max_batching_window=None if window is None else Duration.seconds(window),
                 report_batch_item_failures=True,
-                max_concurrency=source.max_concurrency,
+                **_scaling(source),
             )
         )
         self._grant_adapter(queues)

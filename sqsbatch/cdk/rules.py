@@ -18,10 +18,12 @@ __all__ = [
     "DEFAULT_METRICS_INTERVAL",
     "DEFAULT_METRICS_NAMESPACE",
     "ESM_DEFAULT_CONCURRENCY",
+    "INVOKES_PER_POLLER",
     "METRICS_SETTINGS",
     "VISIBILITY_FACTOR",
     "LambdaSource",
     "Metrics",
+    "check_pollers",
     "consumer_environment",
     "default_lambda_timeout",
     "is_fifo",
@@ -44,6 +46,13 @@ METRICS_SETTINGS = ("metrics", "metrics_namespace", "metrics_interval")
 DEFAULT_METRICS_NAMESPACE = "sqsbatch"
 DEFAULT_METRICS_INTERVAL = 60.0
 CLOUDWATCH_MINUTE = 60
+# Provisioned mode of an SQS event source mapping (docs/infra.md): the bounds aws-cdk-lib 2.275.0
+# enforces for SQS (aws-lambda-event-sources/lib/sqs.js). Lambda's API reference now accepts up
+# to 10,000 MaximumPollers for SQS; the pinned CDK refuses more than 2000, so sqsbatch does too.
+SQS_MIN_POLLERS = (2, 200)
+SQS_MAX_POLLERS = (2, 2000)
+# AWS: one SQS event poller makes up to 10 concurrent invocations (2000 pollers: 20,000).
+INVOKES_PER_POLLER = 10
 
 
 @dataclass(frozen=True)
@@ -52,8 +61,11 @@ class LambdaSource:
 
     batch_size: int
     window_seconds: int | None  # None: no batching window (FIFO queues take none)
-    max_concurrency: int
+    max_concurrency: int  # the most invocations at once: the function's reserved concurrency
     timeout_seconds: int
+    # Provisioned mode: (minimum, maximum) event pollers. The mapping then takes no maximum
+    # concurrency; `max_concurrency` is what the most pollers may invoke at once.
+    pollers: tuple[int, int] | None = None
 
 
 def is_fifo(queue_name: str) -> bool:
@@ -71,6 +83,7 @@ def lambda_source(
     fifo: bool,
     timeout_seconds: int | None = None,
     max_concurrency: int | None = None,
+    provisioned_pollers: Sequence[int] | None = None,
 ) -> LambdaSource:
     """Check that a Lambda consumer can honour `config`, and say how."""
     timeout = default_lambda_timeout(config) if timeout_seconds is None else timeout_seconds
@@ -81,11 +94,46 @@ def lambda_source(
             f"(accepted: visibility_timeout >= {VISIBILITY_FACTOR * timeout}, or a timeout <= "
             f"{config.visibility_timeout // VISIBILITY_FACTOR} s)"
         )
+    window = _window(config, fifo)
+    if provisioned_pollers is not None:
+        pollers = _provisioned(config, provisioned_pollers, max_concurrency)
+        return LambdaSource(
+            config.max_batch_size, window, pollers[1] * INVOKES_PER_POLLER, timeout, pollers
+        )
     return LambdaSource(
         batch_size=config.max_batch_size,
-        window_seconds=_window(config, fifo),
+        window_seconds=window,
         max_concurrency=_concurrency(config, max_concurrency),
         timeout_seconds=timeout,
+    )
+
+
+def check_pollers(pollers: Sequence[int]) -> tuple[int, int]:
+    """`[min, max]` event pollers, within what provisioned mode takes for SQS; else one line."""
+    low, high = SQS_MIN_POLLERS, SQS_MAX_POLLERS
+    if len(pollers) == 2:
+        minimum, maximum = pollers
+        if low[0] <= minimum <= low[1] and high[0] <= maximum <= high[1] and minimum <= maximum:
+            return minimum, maximum
+    raise ConfigError(
+        f"provisioned_pollers={list(pollers)} is invalid (accepted: [min, max] with min "
+        f"{low[0]}..{low[1]}, max {high[0]}..{high[1]} and min <= max)"
+    )
+
+
+def _provisioned(
+    config: ConsumerConfig, pollers: Sequence[int], override: int | None
+) -> tuple[int, int]:
+    checked = check_pollers(pollers)
+    if override is not None:
+        given = f"lambda.max_concurrency={override}"
+    elif "max_concurrency" in config.model_fields_set:
+        given = f"max_concurrency={config.max_concurrency}"
+    else:
+        return checked
+    raise ConfigError(
+        f"provisioned_pollers={list(pollers)} and {given} cannot both be set: Lambda's "
+        "provisioned mode replaces the event source's maximum concurrency (drop one)"
     )
 
 

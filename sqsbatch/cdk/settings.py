@@ -19,6 +19,7 @@ The library reads `[[queues.consumers]]`; the CDK app reads the same file and ad
     delivery_delay = 0                           # the queue's DelaySeconds, 0..900
     redrive = true                               # run the redrive daemon on its DLQ
     lambda = { asset = "lambda_asset", handler = "handler.handler", timeout_seconds = 20 }
+    # lambda.provisioned_pollers = [2, 10]: provisioned mode (not with lambda.max_concurrency)
 
 Every consumer queue is deployed with its DLQ; `[[infra.queues]]` only adds to it. Mistakes fail
 with one `ConfigError` line naming the file, the key, the value and what is accepted.
@@ -35,7 +36,7 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from sqsbatch.cdk.rules import shared_metrics
+from sqsbatch.cdk.rules import check_pollers, shared_metrics
 from sqsbatch.config import ConsumerConfig, load_file
 from sqsbatch.errors import ConfigError
 
@@ -97,6 +98,23 @@ class LambdaSettings(_Strict):
     runtime: Literal["python3.11", "python3.12", "python3.13", "python3.14"] = "python3.14"
     architecture: Literal["x86_64", "arm64"] = "x86_64"
     max_concurrency: int | None = Field(default=None, ge=2, le=1000)  # default: the consumer's
+    # Provisioned mode: [min, max] event pollers (rules.check_pollers); not with max_concurrency.
+    provisioned_pollers: list[int] | None = None
+
+    @model_validator(mode="after")
+    def _pollers(self) -> Self:
+        if self.provisioned_pollers is not None:
+            try:
+                check_pollers(self.provisioned_pollers)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
+            if self.max_concurrency is not None:
+                raise ValueError(
+                    f"provisioned_pollers={self.provisioned_pollers} and max_concurrency="
+                    f"{self.max_concurrency} cannot both be set: Lambda's provisioned mode "
+                    "replaces the event source's maximum concurrency (drop one)"
+                )
+        return self
 
 
 class EcsSettings(_Strict):
@@ -104,9 +122,9 @@ class EcsSettings(_Strict):
 
     handler: str = Field(pattern=_MODULE_FUNCTION)
     image: ImageSettings | None = None  # default: [infra].image
-    min_tasks: int = Field(default=1, ge=1, le=1000)
+    min_tasks: int = Field(default=1, ge=0, le=1000)  # 0: a step policy starts the first task
     max_tasks: int = Field(default=4, ge=1, le=1000)
-    # The scaling target: visible messages per running task.
+    # The scaling target: visible plus in-flight messages per running task.
     messages_per_task: int = Field(default=100, ge=1, le=1_000_000)
     cpu: Literal[256, 512, 1024, 2048, 4096] = 256
     memory_mb: int = Field(default=512, ge=512, le=30_720)
@@ -170,6 +188,8 @@ class InfraSettings(_Strict):
     # Extra receives before SQS dead-letters a Lambda consumer's message: a throttled invocation
     # counts as a receive. maxReceiveCount = max_retries + 1 + redrive_headroom.
     redrive_headroom: int = Field(default=DEFAULT_REDRIVE_HEADROOM, ge=0, le=100)
+    idempotency: bool = False
+    """A DynamoDB table for the idempotency guard, passed to every consumer (idempotency.md)."""
     redrive: RedriveSettings = RedriveSettings()
     queues: list[QueueSettings] = []
 

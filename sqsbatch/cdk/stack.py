@@ -17,8 +17,9 @@ from sqsbatch.cdk.alarms import MetricsAlarms, QueueAlarms
 from sqsbatch.cdk.dashboard import QueueDashboard, dashboard_name
 from sqsbatch.cdk.encryption import queue_key
 from sqsbatch.cdk.fargate import FargateConsumer, RedriveService, TaskSize, container_image
+from sqsbatch.cdk.idempotency import IdempotencyTable
 from sqsbatch.cdk.lambda_consumer import LambdaConsumer
-from sqsbatch.cdk.queues import DeadLetterQueue, QueueWithDlq
+from sqsbatch.cdk.queue_pair import DeadLetterQueue, QueueWithDlq
 from sqsbatch.cdk.rules import Metrics, metrics_of, shared_metrics
 from sqsbatch.cdk.settings import (
     DeploymentPlan,
@@ -49,6 +50,11 @@ class SqsBatchStack(Stack):
         self.topic = None if arn is None else sns.Topic.from_topic_arn(self, "AlarmTopic", arn)
         settings = plan.settings
         self.key = queue_key(self, "Key", settings.kms, settings.kms_producer_services)
+        self.idempotency = (
+            IdempotencyTable(self, "Idempotency", encryption_key=self.key)
+            if settings.idempotency
+            else None
+        )
         self._cluster: ecs.Cluster | None = None
         self.dead_letters: dict[str, DeadLetterQueue] = {}
         # The metrics of the redrive daemon on each DLQ (None: no daemon, or metrics off).
@@ -154,7 +160,7 @@ class SqsBatchStack(Stack):
 
     def _add_lambda(self, settings: LambdaSettings, queues: QueueWithDlq) -> None:
         """The queue's Lambda consumer (an SQS event source mapping)."""
-        LambdaConsumer(
+        consumer = LambdaConsumer(
             queues,
             "Lambda",
             queues=queues,
@@ -165,13 +171,20 @@ class SqsBatchStack(Stack):
             runtime=settings.runtime,
             architecture=settings.architecture,
             max_concurrency=settings.max_concurrency,
+            provisioned_pollers=_pair(settings.provisioned_pollers),
             redrive_headroom=self.plan.settings.redrive_headroom,
         )
+        if self.idempotency is not None:
+            for name, value in self.idempotency.environment.items():
+                consumer.function.add_environment(name, value)
+            role = consumer.function.role
+            assert role is not None  # a Function made here always has one
+            self.idempotency.grant(role)
 
     def _add_ecs(self, infra: QueueSettings, settings: EcsSettings, queues: QueueWithDlq) -> None:
         """The queue's ECS consumer: a Fargate service scaled on the queue's depth."""
         image = image_for(self.plan, infra)
-        FargateConsumer(
+        consumer = FargateConsumer(
             queues,
             "Ecs",
             queues=queues,
@@ -184,6 +197,12 @@ class SqsBatchStack(Stack):
             size=TaskSize(settings.cpu, settings.memory_mb, settings.stop_timeout_seconds),
             assign_public_ip=True,
         )
+        if self.idempotency is not None:
+            container = consumer.runner.task_definition.default_container
+            assert container is not None  # the runner adds its one container
+            for name, value in self.idempotency.environment.items():
+                container.add_environment(name, value)
+            self.idempotency.grant(consumer.runner.task_role)
 
     def _observe(self, plan: QueuePlan, queues: QueueWithDlq) -> None:
         """The queue's dashboard and, with metrics on, the alarms on the consumer's metrics."""
@@ -208,6 +227,11 @@ class SqsBatchStack(Stack):
                 receive_errors=plan.infra.consumer != "lambda",
                 topic=self.topic,
             )
+
+
+def _pair(values: list[int] | None) -> tuple[int, int] | None:
+    """`[min, max]` from the file as a pair (LambdaSettings checked its length)."""
+    return None if values is None else (values[0], values[1])
 
 
 def build_app(

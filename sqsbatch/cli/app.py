@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from sqsbatch.cli import consume, demo, dev, dlq, health, messages, queues, stats
+from sqsbatch.cli import consume, demo, dev, dlq, health, keda, messages, pause, queue_admin, stats
 from sqsbatch.cli.common import Connection, guarded_group, remember_options
 from sqsbatch.cli.options import EndpointUrl, JsonOutput, Profile, Region, version_option
 
@@ -45,5 +45,5 @@ def _options(  # noqa: PLR0917 - typer options are parameters
     remember_options(ctx, where, as_json=as_json)
 
 
-for _module in (queues, stats, messages, consume, health, dlq, demo, dev):
+for _module in (queue_admin, pause, stats, messages, consume, health, keda, dlq, demo, dev):
     app.add_typer(_module.app)

@@ -20,14 +20,14 @@ from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 from typer.core import TyperGroup
 
-from sqsbatch._botocore import (
+from sqsbatch._core.shapes import queue_name
+from sqsbatch._shell.botocore import (
     LONG_POLL_SECONDS,
     MARGIN_SECONDS,
     checks_answers,
     client_config,
     sqs_errors,
 )
-from sqsbatch._core.shapes import queue_name
 from sqsbatch._sync.door import SyncSqs
 from sqsbatch.cli.options import arity, endpoint_problem, hoist, tidy_help
 from sqsbatch.errors import SqsBatchError

@@ -13,9 +13,10 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from sqsbatch._botocore import receives_fail_fast
 from sqsbatch._core.handlers import disguised_async, is_async_handler
 from sqsbatch._core.receiving import connections_for
+from sqsbatch._shell.botocore import receives_fail_fast
+from sqsbatch._shell.lifecycle import Counters
 from sqsbatch.cli.common import CliError, Connection, connection, err, out, print_json, say
 from sqsbatch.cli.foreground import Foreground
 from sqsbatch.cli.loading import load_body_model, load_handler
@@ -29,13 +30,91 @@ from sqsbatch.cli.logs import (
 )
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.errors import SqsBatchError
-from sqsbatch.lifecycle import Counters
 from sqsbatch.limits import SqsLimits
 
 __all__ = ["app", "load_handler"]
 
 app = typer.Typer()
 DEFAULT_IDLE_SECONDS = 2.0
+
+
+# The options of `consume`, named once (typer reads them from the annotations).
+MaxBatchSizeOption = Annotated[
+    int | None, typer.Option(min=1, max=100, help="Messages per batch (default: 10).")
+]
+MaxBatchTimeoutOption = Annotated[
+    float | None, typer.Option(min=0, max=60, help="Seconds a batch waits (default: 5).")
+]
+MaxRetriesOption = Annotated[
+    int | None,
+    typer.Option(min=0, max=100, help="Default: the queue's maxReceiveCount - 1, else 3."),
+]
+DeadLetterQueueOption = Annotated[
+    str | None,
+    typer.Option(help="DLQ name (default: the queue's RedrivePolicy, else none)."),
+]
+RetryDelayOption = Annotated[
+    int | None, typer.Option(min=0, max=86_400, help="Seconds (default: 0).")
+]
+MaxConcurrencyOption = Annotated[
+    int | None, typer.Option(min=1, max=250, help="Batches at once (default: 1).")
+]
+VisibilityTimeoutOption = Annotated[
+    int | None, typer.Option(min=1, max=43_200, help="Seconds (default: 30).")
+]
+UseAsyncOption = Annotated[
+    bool, typer.Option("--async", help="AsyncConsumer, for an `async def` handler.")
+]
+OnceOption = Annotated[
+    bool, typer.Option("--once", help="Stop when the queue is idle, then exit 0.")
+]
+IdleSecondsOption = Annotated[
+    float | None,
+    typer.Option(min=0.1, help="With --once: how long 'idle' is (default: 2).", show_default=False),
+]
+MaxMessageAgeOption = Annotated[
+    float | None,
+    typer.Option(
+        min=1,
+        max=1_209_600,
+        metavar="SECONDS",
+        help="Dead-letter (reason expired) messages older than this, before the handler.",
+    ),
+]
+BodyModelOption = Annotated[
+    str | None,
+    typer.Option(
+        metavar="MODULE:NAME",
+        help="Validate each body with this pydantic model (or anything pydantic's "
+        "TypeAdapter takes); an invalid one is dead-lettered (reason invalid_body).",
+    ),
+]
+PollSecondsOption = Annotated[
+    int,
+    typer.Option(
+        min=1,
+        max=20,
+        help="Longest long poll. A stop waits for the current one: shorter stops sooner, "
+        "at the cost of more empty receives.",
+    ),
+]
+HealthFileOption = Annotated[
+    str | None,
+    typer.Option(
+        metavar="PATH",
+        help="Touch PATH while alive (after each receive, and while every slot is busy): "
+        "for `sqsbatch health PATH --max-age SECONDS`.",
+    ),
+]
+StallSecondsOption = Annotated[
+    float | None,
+    typer.Option(
+        min=0.001,
+        max=86_400,
+        help="Exit non-zero after this long neither receiving nor busy "
+        "(default: 3 long polls + visibility timeout).",
+    ),
+]
 
 
 @app.command()
@@ -50,84 +129,21 @@ def consume(
     ],
     *,
     queue: Annotated[str, typer.Option("--queue", "-q", help="Queue name or URL.")],
-    max_batch_size: Annotated[
-        int | None, typer.Option(min=1, max=100, help="Messages per batch (default: 10).")
-    ] = None,
-    max_batch_timeout: Annotated[
-        float | None, typer.Option(min=0, max=60, help="Seconds a batch waits (default: 5).")
-    ] = None,
-    max_retries: Annotated[
-        int | None,
-        typer.Option(min=0, max=100, help="Default: the queue's maxReceiveCount - 1, else 3."),
-    ] = None,
-    dead_letter_queue: Annotated[
-        str | None,
-        typer.Option(help="DLQ name (default: the queue's RedrivePolicy, else none)."),
-    ] = None,
-    retry_delay: Annotated[
-        int | None, typer.Option(min=0, max=86_400, help="Seconds (default: 0).")
-    ] = None,
-    max_concurrency: Annotated[
-        int | None, typer.Option(min=1, max=250, help="Batches at once (default: 1).")
-    ] = None,
-    visibility_timeout: Annotated[
-        int | None, typer.Option(min=1, max=43_200, help="Seconds (default: 30).")
-    ] = None,
-    use_async: Annotated[
-        bool, typer.Option("--async", help="AsyncConsumer, for an `async def` handler.")
-    ] = False,
-    once: Annotated[
-        bool, typer.Option("--once", help="Stop when the queue is idle, then exit 0.")
-    ] = False,
-    idle_seconds: Annotated[
-        float | None,
-        typer.Option(
-            min=0.1, help="With --once: how long 'idle' is (default: 2).", show_default=False
-        ),
-    ] = None,
-    max_message_age: Annotated[
-        float | None,
-        typer.Option(
-            min=1,
-            max=1_209_600,
-            metavar="SECONDS",
-            help="Dead-letter (reason expired) messages older than this, before the handler.",
-        ),
-    ] = None,
-    body_model: Annotated[
-        str | None,
-        typer.Option(
-            metavar="MODULE:NAME",
-            help="Validate each body with this pydantic model (or anything pydantic's "
-            "TypeAdapter takes); an invalid one is dead-lettered (reason invalid_body).",
-        ),
-    ] = None,
-    poll_seconds: Annotated[
-        int,
-        typer.Option(
-            min=1,
-            max=20,
-            help="Longest long poll. A stop waits for the current one: shorter stops sooner, "
-            "at the cost of more empty receives.",
-        ),
-    ] = 20,
-    health_file: Annotated[
-        str | None,
-        typer.Option(
-            metavar="PATH",
-            help="Touch PATH while alive (after each receive, and while every slot is busy): "
-            "for `sqsbatch health PATH --max-age SECONDS`.",
-        ),
-    ] = None,
-    stall_seconds: Annotated[
-        float | None,
-        typer.Option(
-            min=0.001,
-            max=86_400,
-            help="Exit non-zero after this long neither receiving nor busy "
-            "(default: 3 long polls + visibility timeout).",
-        ),
-    ] = None,
+    max_batch_size: MaxBatchSizeOption = None,
+    max_batch_timeout: MaxBatchTimeoutOption = None,
+    max_retries: MaxRetriesOption = None,
+    dead_letter_queue: DeadLetterQueueOption = None,
+    retry_delay: RetryDelayOption = None,
+    max_concurrency: MaxConcurrencyOption = None,
+    visibility_timeout: VisibilityTimeoutOption = None,
+    use_async: UseAsyncOption = False,
+    once: OnceOption = False,
+    idle_seconds: IdleSecondsOption = None,
+    max_message_age: MaxMessageAgeOption = None,
+    body_model: BodyModelOption = None,
+    poll_seconds: PollSecondsOption = 20,
+    health_file: HealthFileOption = None,
+    stall_seconds: StallSecondsOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the final stats as JSON.")] = False,
     log_format: LogFormatOption = LogFormat.AUTO,
     level: LogLevelOption = None,
@@ -241,7 +257,7 @@ def _check_kind(function: Any, spec: str, *, use_async: bool) -> None:
 
 
 def _run_sync(ctx: typer.Context, run: _Run) -> tuple[dict[str, int], int]:
-    from sqsbatch.consumer import Consumer  # noqa: PLC0415
+    from sqsbatch._sync.consumer import Consumer  # noqa: PLC0415
 
     client = receives_fail_fast(
         connection(ctx).client(
@@ -284,7 +300,7 @@ def _drive(foreground: Foreground, consumer: Any) -> None:
 
 
 def _run_async(ctx: typer.Context, run: _Run) -> tuple[dict[str, int], int]:
-    from sqsbatch.async_consumer import AsyncConsumer  # noqa: PLC0415 - aioboto3 is slow to load
+    from sqsbatch._async.consumer import AsyncConsumer  # noqa: PLC0415 - aioboto3 is slow to load
 
     with _exported(connection(ctx)):  # the async client is aioboto3's: it reads the env
         consumer = AsyncConsumer(

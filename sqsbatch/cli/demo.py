@@ -21,7 +21,7 @@ from rich.table import Table
 
 from sqsbatch.cli.common import CliError, err, out, print_json
 from sqsbatch.cli.demo_story import KINDS, DemoSettings, Story
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 
 __all__ = ["app"]
 

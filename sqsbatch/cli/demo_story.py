@@ -15,12 +15,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqsbatch import Consumer, MessageSendRequest, Producer
+from sqsbatch._core.message import MessageBatch
 from sqsbatch.backoff import exponential_backoff
 from sqsbatch.config import ConsumerConfig
-from sqsbatch.consumer import Consumer
 from sqsbatch.limits import SqsLimits
-from sqsbatch.message import MessageBatch
-from sqsbatch.producer import MessageSendRequest, Producer
 from sqsbatch.queues import create_queue
 
 __all__ = ["KINDS", "DemoSettings", "Ledger", "Story"]

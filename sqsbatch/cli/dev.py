@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from sqsbatch.cli.common import err
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 
 __all__ = ["app"]
 

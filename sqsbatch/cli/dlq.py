@@ -16,11 +16,11 @@ from rich.table import Table
 if TYPE_CHECKING:
     from redrive import MoveReport, MoveRow
 
+from sqsbatch._core.envelope import MOVED_BY_SQS, MOVED_BY_SQS_TEXT
 from sqsbatch._core.shapes import queue_name
 from sqsbatch.cli.common import CliError, ask, err, fail, out, print_json, queue_attributes, sqs_for
 from sqsbatch.cli.filters import Select, parse_filters
 from sqsbatch.cli.interrupt import Interrupt
-from sqsbatch.envelope import MOVED_BY_SQS, MOVED_BY_SQS_TEXT
 from sqsbatch.errors import ConfigError
 
 __all__ = ["app"]

@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 
 import typer
 
+from sqsbatch._core.envelope import DecodedMessage, death_reason
 from sqsbatch._core.reasons import matches
-from sqsbatch.envelope import DecodedMessage, death_reason
 
 __all__ = ["Select", "parse_filter", "parse_filters"]
 

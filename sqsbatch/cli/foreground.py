@@ -25,8 +25,8 @@ from rich.live import Live
 from rich.panel import Panel
 from rich.table import Table
 
+from sqsbatch._shell.lifecycle import graceful_signals
 from sqsbatch.cli.common import err, say, stderr_line
-from sqsbatch.lifecycle import graceful_signals
 
 __all__ = ["Foreground", "in_flight"]
 

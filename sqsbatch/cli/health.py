@@ -14,8 +14,8 @@ from typing import Annotated
 
 import typer
 
+from sqsbatch._shell.health import age_seconds
 from sqsbatch.cli.common import fail, out
-from sqsbatch.health import age_seconds
 
 __all__ = ["app"]
 

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from sqsbatch._shell.lifecycle import graceful_signals
 from sqsbatch.cli.common import say
-from sqsbatch.lifecycle import graceful_signals
 
 if TYPE_CHECKING:
     from redrive import MoveRow

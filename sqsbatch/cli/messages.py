@@ -11,9 +11,18 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from sqsbatch import MessageSendRequest, Producer
+from sqsbatch._core.attributes import UserAttribute, payload_size
+from sqsbatch._core.envelope import (
+    MOVED_BY_SQS,
+    MOVED_BY_SQS_TEXT,
+    ContentType,
+    Envelope,
+    death_reason,
+    decode,
+)
 from sqsbatch._core.shapes import queue_name
 from sqsbatch._sync.door import SyncSqs
-from sqsbatch.attributes import UserAttribute, payload_size
 from sqsbatch.cli.common import (
     CliError,
     err,
@@ -35,16 +44,7 @@ from sqsbatch.cli.peek import (
     receive_count,
 )
 from sqsbatch.cli.sending import Line, check_lines, read_input, read_lines, send_lines
-from sqsbatch.envelope import (
-    MOVED_BY_SQS,
-    MOVED_BY_SQS_TEXT,
-    ContentType,
-    Envelope,
-    death_reason,
-    decode,
-)
 from sqsbatch.errors import SqsBatchError
-from sqsbatch.producer import MessageSendRequest, Producer
 
 __all__ = ["app", "describe"]
 
@@ -158,6 +158,8 @@ def describe(raw: dict[str, Any], *, on_dlq: bool = False) -> dict[str, Any]:
         "id": decoded.id,
         "sqs_message_id": raw["MessageId"],
         "attempts": decoded.attempts,
+        "group_id": decoded.group_id,
+        "idempotency_key": envelope.idempotency_key or decoded.id,
         "receive_count": receive_count(raw),
         "timestamp": decoded.timestamp,
         "redrives": envelope.redrives,
@@ -207,6 +209,9 @@ def _table(
     with_attributes = any(row["attributes"] for row in rows)
     if with_attributes:
         columns.insert(-1, "attributes")
+    with_groups = any(row["group_id"] for row in rows)  # FIFO order, or a fair queue's tenant
+    if with_groups:
+        columns.insert(1, "group")
     for column in columns:
         justify = "right" if column in ("attempts", "age", "redrives", "deaths", "size") else "left"
         table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
@@ -226,6 +231,8 @@ def _table(
         if with_attributes:
             pairs = ", ".join(f"{key}={value}" for key, value in row["attributes"].items())
             cells.insert(-1, Text(preview(pairs, PREVIEW_CHARS)))
+        if with_groups:
+            cells.insert(1, Text(preview(printable(row["group_id"] or ""), PREVIEW_CHARS)))
         table.add_row(*cells)
     return table
 
@@ -276,6 +283,14 @@ def send(
         str | None,
         typer.Option(help="MessageDeduplicationId (FIFO queues without content-based dedup)."),
     ] = None,
+    idempotency_key: Annotated[
+        str | None,
+        typer.Option(
+            metavar="KEY",
+            help="What makes two sends one piece of work for a consumer's idempotency guard "
+            "(message.idempotency_key; default: the message id).",
+        ),
+    ] = None,
 ) -> None:
     """Send one message, or one per line of a file with --lines; prints the message ids.
 
@@ -295,6 +310,7 @@ def send(
         "attributes": _attributes(attribute or []),
         "group_id": group_id,
         "deduplication_id": deduplication_id,
+        "idempotency_key": idempotency_key,
     }
     producer = Producer(queue, client=sqs_for(ctx).client)
     if lines:
@@ -323,6 +339,11 @@ def _send_lines(
         raise typer.BadParameter(
             "--deduplication-id would make every line a duplicate of the first: with --lines, "
             "use a queue with content-based deduplication"
+        )
+    if options["idempotency_key"] is not None:
+        raise typer.BadParameter(
+            "--idempotency-key would make every line the same piece of work as the first: with "
+            "--lines, each message is its own (its id is its key)"
         )
     found = read_lines(file, text=text)
 

@@ -105,7 +105,7 @@ def version_option(program: str) -> Any:
 
     def show(value: bool) -> None:
         if value:
-            from sqsbatch import __version__  # noqa: PLC0415 - only when asked
+            from sqsbatch._version import __version__  # noqa: PLC0415 - only when asked
 
             typer.echo(f"{program} {__version__}")
             raise typer.Exit

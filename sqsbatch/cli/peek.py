@@ -23,11 +23,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqsbatch._core.envelope import decode
 from sqsbatch._core.intake import receive_messages
 from sqsbatch._core.shapes import is_fifo
 from sqsbatch._sync.door import SyncSqs
 from sqsbatch.cli.escape import printable
-from sqsbatch.envelope import decode
 from sqsbatch.errors import SqsBatchError
 
 __all__ = [

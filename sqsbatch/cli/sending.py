@@ -15,10 +15,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from sqsbatch._core.envelope import ContentType
+from sqsbatch._core.sending import MAX_SEND_BATCH, MessageSendRequest, SendPlan
+from sqsbatch._sync.producer import Producer
 from sqsbatch.cli.common import CliError
-from sqsbatch.envelope import ContentType
 from sqsbatch.errors import SendError, SqsBatchError
-from sqsbatch.producer import MAX_SEND_BATCH, MessageSendRequest, Producer, SendPlan
 
 __all__ = ["Line", "check_lines", "read_input", "read_lines", "send_lines"]
 

@@ -10,10 +10,10 @@ from hypothesis import event as outcome
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from sqsbatch.envelope import ATTRIBUTE
+from sqsbatch._core.envelope import ATTRIBUTE
+from sqsbatch._core.lambda_event import parse_event
+from sqsbatch._core.lambda_records import deliveries
 from sqsbatch.errors import EventError
-from sqsbatch.lambda_event import parse_event
-from sqsbatch.lambda_records import deliveries
 from tests.support.fuzzing import FUZZ, values
 
 ARN = "arn:aws:sqs:eu-west-1:123456789012:orders"

@@ -1,6 +1,6 @@
 """A sync handler's deadline on Lambda: called on the main thread (where Lambda's runtime calls
-the function) and interrupted there by SIGALRM (`sqsbatch.handler_alarm`), or on a thread where
-that cannot be; through `lambda_handler` on moto's server.
+the function) and interrupted there by SIGALRM (`sqsbatch._shell.handler_alarm`), or on a thread
+where that cannot be; through `lambda_handler` on moto's server.
 
 No sleep decides an outcome: a handler that must run past its budget blocks (`time.sleep`, an
 event) until it is interrupted, or its invoker stops waiting, and the function's time left
@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from sqsbatch import ConsumerConfig, MessageBatch, Producer, create_queue, lambda_handler
+from sqsbatch._shell.handler_alarm import _alarm, can_interrupt, run_sync_handler
 from sqsbatch.errors import HandlerTimeout
-from sqsbatch.handler_alarm import _alarm, can_interrupt, run_sync_handler
 from tests.support.front_ends import EventSourceMapping
-from tests.support.sqs_helpers import drain
+from tests.support.sqs_helpers import drain, fill
 
 NO_TIMER = (0.0, 0.0)
 
@@ -39,8 +39,7 @@ def sigalrm_left_as_found() -> Iterator[None]:
 
 
 def mapping_of(sqs: Any, name: str, bodies: list[int]) -> EventSourceMapping:
-    create_queue(name, client=sqs)
-    Producer(name, client=sqs).send_batch([{"body": b} for b in bodies])
+    fill(sqs, name, bodies)
     return EventSourceMapping(sqs, name, window=0.2, function_timeout=1.5)
 
 

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from sqsbatch import (
-    ConsumerConfig,
     EventError,
     MessageBatch,
     Producer,
@@ -22,16 +21,12 @@ from sqsbatch import (
     lambda_handler,
 )
 from tests.support.front_ends import EventSourceMapping
-from tests.support.sqs_helpers import depth, drain
-
-
-def config(**values: Any) -> ConsumerConfig:
-    return ConsumerConfig.load(**{"max_batch_timeout": 0.2, **values})
+from tests.support.sqs_helpers import depth, drain, fill
+from tests.support.sqs_helpers import quick as config
 
 
 def queue_with(sqs: Any, name: str, bodies: list[Any], **options: Any) -> EventSourceMapping:
-    create_queue(name, client=sqs, **options)
-    Producer(name, client=sqs).send_batch([{"body": b} for b in bodies])
+    fill(sqs, name, bodies, **options)
     return EventSourceMapping(sqs, name, window=0.2)
 
 

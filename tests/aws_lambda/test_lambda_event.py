@@ -12,9 +12,8 @@ import pytest
 from sqsbatch import ConsumerConfig, EventError, Message, MessageBatch
 from sqsbatch._core.closing import close_batch
 from sqsbatch._core.context import QueueContext
-from sqsbatch._core.ledger import ActionKind, LastFailure, Outcome
-from sqsbatch.envelope import ATTRIBUTE, Envelope, decode
-from sqsbatch.lambda_event import (
+from sqsbatch._core.envelope import ATTRIBUTE, Envelope, decode
+from sqsbatch._core.lambda_event import (
     _checked_in_bulk,
     _checked_one_by_one,
     _receive_evidence,
@@ -23,7 +22,8 @@ from sqsbatch.lambda_event import (
     queue_url_from_arn,
     report,
 )
-from sqsbatch.lambda_records import Arrival, deliveries, record_batch
+from sqsbatch._core.lambda_records import Arrival, deliveries, record_batch
+from sqsbatch._core.ledger import ActionKind, LastFailure, Outcome
 
 ARN = "arn:aws:sqs:eu-west-1:123456789012:orders"
 H, D, R, L, X = (

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from sqsbatch import Producer, create_queue
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 from tests.support.front_ends import EventSourceMapping, load_example
 from tests.support.sqs_helpers import depth
 

@@ -1,4 +1,4 @@
-"""The Lambda adapter's hot path (`sqsbatch.lambda_hot`), on moto's server.
+"""The Lambda adapter's hot path (`sqsbatch._lambda_hot`), on moto's server.
 
 A warm invocation of plain records (no message attributes) skips the general path's intake and
 closing: these tests check that it does, that it answers and settles exactly as the general path
@@ -18,8 +18,8 @@ import pytest
 
 import sqsbatch.lambda_adapter as adapter_module
 from sqsbatch import ConsumerConfig, MessageBatch, Producer, create_queue, lambda_handler
+from sqsbatch._core.lambda_event import parse_event
 from sqsbatch.lambda_adapter import LambdaAdapter
-from sqsbatch.lambda_event import parse_event
 from tests.support.front_ends import EventSourceMapping
 from tests.support.sqs_helpers import depth, drain
 

@@ -11,7 +11,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from sqsbatch import ConsumerConfig, MessageBatch, create_queue, lambda_handler
-from sqsbatch.envelope import ATTRIBUTE, Envelope
+from sqsbatch._core.envelope import ATTRIBUTE, Envelope
 from tests.support.front_ends import EventSourceMapping
 from tests.support.redrive import Faulty
 from tests.support.sqs_helpers import depth

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from sqsbatch import Producer, create_queue
-from sqsbatch.envelope import decode
+from sqsbatch._core.envelope import decode
 from tests.support.front_ends import EventSourceMapping, load_example
 from tests.support.sqs_helpers import depth, drain
 

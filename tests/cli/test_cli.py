@@ -11,7 +11,7 @@ from typer.testing import CliRunner, Result
 
 from sqsbatch import Consumer, ConsumerConfig, MessageBatch, Producer, create_queue
 from sqsbatch.cli.app import app
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 from tests.support.cli_results import ok, one_line_error
 from tests.support.sqs_helpers import depth, drain
 
@@ -94,6 +94,19 @@ def test_inspect_peeks_without_consuming_and_counts_hidden(cli: Any, sqs: Any, n
     table = ok(cli("inspect", name, "--limit", "1")).stdout
     assert "1 in flight" in table
     assert len(drain(sqs, name)) == 2  # released at once: visible again
+
+
+def test_inspect_shows_a_fair_queues_tenant_and_the_idempotency_key(
+    cli: Any, sqs: Any, name: str
+) -> None:
+    ok(cli("create", name))
+    ok(cli("send", name, "a", "--group-id", "tenant-7", "--idempotency-key", "job-1"))
+    ok(cli("send", name, "b"))
+    shown = json.loads(ok(cli("inspect", name, "--json")).stdout)
+    rows = {m["body"]: (m["group_id"], m["idempotency_key"], m["id"]) for m in shown["messages"]}
+    assert rows["a"][:2] == ("tenant-7", "job-1")
+    assert rows["b"][0] is None and rows["b"][1] == rows["b"][2]  # the key is its id
+    assert "tenant-7" in ok(cli("inspect", name)).stdout
 
 
 def test_inspect_shows_dead_letter_metadata(cli: Any, sqs: Any, name: str) -> None:

@@ -11,7 +11,7 @@ from typer.testing import CliRunner, Result
 
 from sqsbatch import Producer, create_queue
 from sqsbatch.cli.app import app
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 from tests.support.emf import check_lines, metric
 from tests.support.sqs_helpers import depth
 
@@ -48,6 +48,16 @@ def consume(local_sqs: LocalSqs, *args: str, env: Any = None) -> Result:
     )
 
 
+def stats(result: Result) -> Any:
+    """The stats a `consume --json` that succeeded printed: its whole stdout, one document."""
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)["stats"]
+
+
+QUICK_JSON = ("--max-batch-timeout", "0.2", "--json")
+"""Close a batch 0.2 s after its first message; print the stats as JSON."""
+
+
 def batches(folder: Path) -> list[list[int]]:
     lines = (folder / "batches.jsonl").read_text().splitlines()
     return [json.loads(line) for line in lines]
@@ -62,19 +72,8 @@ def test_once_consumes_until_idle_and_prints_stats(
     local_sqs: LocalSqs, sqs: Any, name: str, handlers: Path
 ) -> None:
     fill(sqs, name, 5)
-    result = consume(
-        local_sqs,
-        "cli_handlers:record",
-        "-q",
-        name,
-        "--once",
-        "--max-batch-timeout",
-        "0.2",
-        "--json",
-    )
-    assert result.exit_code == 0, result.output
-    stats = json.loads(result.stdout)["stats"]
-    assert stats["acked"] == 5 and stats["received"] == 5
+    counts = stats(consume(local_sqs, "cli_handlers:record", "-q", name, "--once", *QUICK_JSON))
+    assert counts["acked"] == 5 and counts["received"] == 5
     assert sorted(b for batch in batches(handlers) for b in batch) == [0, 1, 2, 3, 4]
     assert depth(sqs, name) == 0
 
@@ -106,19 +105,8 @@ def test_async_handlers_run_with_async(
     local_sqs: LocalSqs, sqs: Any, name: str, handlers: Path
 ) -> None:
     fill(sqs, name, 3)
-    result = consume(
-        local_sqs,
-        "cli_handlers:later",
-        "-q",
-        name,
-        "--async",
-        "--once",
-        "--max-batch-timeout",
-        "0.2",
-        "--json",
-    )
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["stats"]["acked"] == 3
+    result = consume(local_sqs, "cli_handlers:later", "-q", name, "--async", "--once", *QUICK_JSON)
+    assert stats(result)["acked"] == 3
     assert depth(sqs, name) == 0
 
 
@@ -141,8 +129,7 @@ def test_a_failing_handler_dead_letters_after_max_retries(
         "0",
         "--json",
     )
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["stats"]["dead_lettered"] == 1
+    assert stats(result)["dead_lettered"] == 1
     assert depth(sqs, f"{name}-dlq") == 1
 
 
@@ -161,8 +148,7 @@ def test_the_readme_walkthrough_dead_letters_to_the_dlq_create_made(
         local_sqs, "cli_handlers:fail", "-q", name, "--once", "--json", "--max-batch-timeout", "0"
     )
     # Then the message went to the DLQ (nothing deleted), and the start line said where from
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["stats"]["dead_lettered"] == 1
+    assert stats(result)["dead_lettered"] == 1
     assert depth(sqs, f"{name}-dlq") == 1 and depth(sqs, name) == 0
     assert "dead_letter_queue=(the queue's)" in result.stderr
 
@@ -221,8 +207,7 @@ def test_metrics_on_from_the_environment_are_emf_lines_before_the_json_stats(
 ) -> None:
     fill(sqs, name, 3)
     env = {"SQSBATCH_METRICS": "emf", "SQSBATCH_METRICS_NAMESPACE": "Shop/Orders"}
-    args = ["cli_handlers:record", "-q", name, "--once", "--max-batch-timeout", "0.2", "--json"]
-    result = consume(local_sqs, *args, env=env)
+    result = consume(local_sqs, "cli_handlers:record", "-q", name, "--once", *QUICK_JSON, env=env)
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     *metric_lines, last = lines  # the stats come last, one line, as each metric line is

@@ -10,7 +10,7 @@ from typer.testing import CliRunner, Result
 
 from sqsbatch import create_queue
 from sqsbatch.cli.app import app
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 from tests.support.cli_results import ok
 
 runner = CliRunner()

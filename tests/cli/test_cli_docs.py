@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sqsbatch.cli.app import app
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 FENCE = re.compile(r"```(?P<lang>\w+)\n(?P<body>.*?)```", re.S)
@@ -46,7 +46,7 @@ def test_the_doc_has_examples_of_every_command() -> None:
 def test_the_console_blocks_run_as_documented(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # the handler module the doc shows (tests/front_ends/test_examples.py keeps the doc's copy
+    # the handler module the doc shows (tests/docs/test_examples.py keeps the doc's copy
     # verbatim),
     # imported fresh: another test's `jobs` module must not stand in for it
     for module in [name for name in sys.modules if name == "jobs" or name.startswith("jobs.")]:

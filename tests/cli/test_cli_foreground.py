@@ -17,13 +17,15 @@ import sys
 import termios
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
 
 from sqsbatch import Producer, create_queue
-from sqsbatch.local import LOCAL_CREDENTIALS, LocalSqs
+from sqsbatch.dev.server import LOCAL_CREDENTIALS, LocalSqs
+from tests.support.processes import spawned
 from tests.support.waiting import wait_for
 
 SCRIPT = Path(sys.executable).with_name("sqsbatch")
@@ -100,45 +102,34 @@ class Consume:
 @pytest.fixture
 def consume(local_sqs: LocalSqs, tmp_path: Path) -> Iterator[Callable[..., Consume]]:
     (tmp_path / "held_handlers.py").write_text(HANDLERS)
-    started: list[Consume] = []
-    closing: list[IO[bytes] | int] = []
+    children = ExitStack()  # on leaving: every child killed if it still runs, and reaped
 
     def start(*args: str, tty: bool = False) -> Consume:
         command = [str(SCRIPT), "consume", *args, "--max-batch-timeout", "0", "--poll-seconds", "1"]
+        where: dict[str, Any] = {"env": environment(local_sqs), "cwd": tmp_path}
         if tty:
             leader, follower = pty.openpty()
+            children.callback(os.close, leader)  # closed after the child is reaped
             fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-            process = subprocess.Popen(
-                command, env=environment(local_sqs), cwd=tmp_path,
-                stdin=follower, stdout=follower, stderr=follower,
-            )  # fmt: skip
-            os.close(follower)
-            closing.append(leader)
-            running = Consume(process, {"tty": leader})
-        else:
-            process = subprocess.Popen(
-                command, env=environment(local_sqs), cwd=tmp_path,
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            )  # fmt: skip
-            assert process.stdout is not None and process.stderr is not None
-            closing.extend([process.stdout, process.stderr])
-            running = Consume(
-                process, {"stdout": process.stdout.fileno(), "stderr": process.stderr.fileno()}
+            process = children.enter_context(
+                spawned(command, **where, stdin=follower, stdout=follower, stderr=follower)
             )
-        started.append(running)
-        return running
+            os.close(follower)
+            return Consume(process, {"tty": leader})
+        process = children.enter_context(
+            spawned(
+                command, **where,
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            )
+        )  # fmt: skip
+        assert process.stdout is not None and process.stderr is not None
+        return Consume(
+            process, {"stdout": process.stdout.fileno(), "stderr": process.stderr.fileno()}
+        )
 
-    yield start
-    (tmp_path / "go").touch()
-    for running in started:
-        if running.process.poll() is None:
-            running.process.kill()
-        running.process.wait()
-    for item in closing:
-        if isinstance(item, int):
-            os.close(item)
-        else:
-            item.close()
+    with children:
+        yield start
+        (tmp_path / "go").touch()
 
 
 def counts(sqs: Any, queue: str) -> tuple[int, int]:

@@ -15,7 +15,7 @@ import pytest
 from botocore.exceptions import ClientError
 from typer.testing import CliRunner
 
-from sqsbatch._botocore import SUMMARY_CHARS, not_sqs, translate
+from sqsbatch._shell.botocore import SUMMARY_CHARS, not_sqs, translate
 from sqsbatch._sync.flavour import default_client as sync_default_client
 from sqsbatch.cli.app import app
 from sqsbatch.errors import SqsError

@@ -17,7 +17,7 @@ from sqsbatch import Producer, create_queue
 from sqsbatch.cli.app import app
 from sqsbatch.cli.common import CliError
 from sqsbatch.cli.consume import load_handler
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 from tests.support.sqs_helpers import depth
 
 runner = CliRunner()

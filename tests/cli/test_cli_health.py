@@ -15,12 +15,14 @@ import pytest
 from typer.testing import CliRunner
 
 from sqsbatch import create_queue
+from sqsbatch._shell.health import HealthFile
 from sqsbatch.cli.app import app
-from sqsbatch.health import HealthFile
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 from tests.cli.test_cli_process import SCRIPT, env
 from tests.support.cli_results import ok, one_line_error
-from tests.support.silent_proxy import silent_proxy
+from tests.support.processes import PIPED, spawned
+from tests.support.silent_proxy import SilentProxy, silent_proxy
+from tests.support.sqs_helpers import visible
 from tests.support.waiting import wait_for
 
 runner = CliRunner()
@@ -85,9 +87,7 @@ def test_consume_refuses_a_bad_health_file_before_it_starts(
     local_sqs: LocalSqs, tmp_path: Path, name: str, kind: list[str]
 ) -> None:
     create_queue(name, client=local_sqs.client())
-    where = ["--endpoint-url", local_sqs.endpoint_url, "--region", "us-east-1"]
-    spec = handler_file(tmp_path, is_async=bool(kind))
-    args = [*where, "consume", spec, "--queue", name, "--once", *kind]
+    args = consume_once(local_sqs, tmp_path, name, *kind)
     result = runner.invoke(app, [*args, "--health-file", str(tmp_path / "no" / "h")])
     one_line_error(result, 1, "health_file=", "no directory")
     assert "consuming" not in result.stderr
@@ -98,10 +98,16 @@ def test_consume_refuses_a_bad_stall_seconds(
     local_sqs: LocalSqs, tmp_path: Path, name: str, value: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SQSBATCH_STALL_SECONDS", value)
-    where = ["--endpoint-url", local_sqs.endpoint_url, "--region", "us-east-1"]
-    spec = handler_file(tmp_path, is_async=False)
-    result = runner.invoke(app, [*where, "consume", spec, "--queue", name, "--once"])
+    result = runner.invoke(app, consume_once(local_sqs, tmp_path, name))
     one_line_error(result, 1, "stall_seconds=")
+
+
+def consume_once(local_sqs: LocalSqs, folder: Path, name: str, *extra: str) -> list[str]:
+    """`consume --once` of a handler that does nothing, from a file in `folder`, on the local
+    endpoint; `--async` in `extra` makes it an `async def`."""
+    where = ["--endpoint-url", local_sqs.endpoint_url, "--region", "us-east-1"]
+    spec = handler_file(folder, is_async="--async" in extra)
+    return [*where, "consume", spec, "--queue", name, "--once", *extra]
 
 
 def handler_file(folder: Path, *, is_async: bool) -> str:
@@ -112,6 +118,18 @@ def handler_file(folder: Path, *, is_async: bool) -> str:
     )
     (folder / f"{stem}.py").write_text(source)
     return f"{folder / stem}.py:handle"
+
+
+def watched_through(proxy: SilentProxy, **extra: str) -> dict[str, str]:
+    """The environment of a `consume` that reaches SQS through `proxy`, with its watchdog set
+    short (3 s) and read timeouts 1 s past a long poll; `extra` on top."""
+    return env(
+        None,
+        AWS_ENDPOINT_URL_SQS=proxy.endpoint_url,
+        SQSBATCH_STALL_SECONDS="3",
+        SQSBATCH_READ_TIMEOUT_MARGIN="1",
+        **extra,
+    )
 
 
 def script_health(path: Path) -> int:
@@ -127,33 +145,21 @@ def test_consume_whose_endpoint_stops_answering_fails_its_health_check_and_exits
     create_queue(name, client=local_sqs.client())
     path = tmp_path / "health"
     with silent_proxy(local_sqs.endpoint_url) as proxy:
-        environment = env(
-            None,
-            AWS_ENDPOINT_URL_SQS=proxy.endpoint_url,
-            SQSBATCH_STALL_SECONDS="3",
-            SQSBATCH_READ_TIMEOUT_MARGIN="1",
-        )
+        environment = watched_through(proxy)
         spec = handler_file(tmp_path, is_async=bool(kind))
         command = [str(SCRIPT), "consume", spec, "--queue", name, "--poll-seconds", "1"]
-        process = subprocess.Popen(
+        with spawned(
             [*command, *kind, "--health-file", str(path)],
             cwd=tmp_path,
             env=environment,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        try:
+            **PIPED,
+        ) as process:
             wait_for(lambda: script_health(path) == 0, "the file fresh")
             # When the endpoint accepts connections and never answers
             proxy.silence()
             # Then the health check fails and the process exits non-zero, saying why
             wait_for(lambda: script_health(path) == 1, "sqsbatch health fails")
             _, stderr = process.communicate(timeout=GUARD_SECONDS)
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.communicate()
     assert process.returncode == 1, stderr
     assert "stalled" in stderr and "Traceback" not in stderr
 
@@ -161,9 +167,7 @@ def test_consume_whose_endpoint_stops_answering_fails_its_health_check_and_exits
 def test_consume_refuses_a_stall_seconds_flag_of_0(
     local_sqs: LocalSqs, tmp_path: Path, name: str
 ) -> None:
-    where = ["--endpoint-url", local_sqs.endpoint_url, "--region", "us-east-1"]
-    spec = handler_file(tmp_path, is_async=False)
-    args = [*where, "consume", spec, "--queue", name, "--once", "--stall-seconds", "0"]
+    args = consume_once(local_sqs, tmp_path, name, "--stall-seconds", "0")
     one_line_error(runner.invoke(app, args), 2, "--stall-seconds")
 
 
@@ -193,45 +197,27 @@ def test_consume_caught_settling_by_a_silent_endpoint_exits_with_its_stats_and_l
     client.send_message(QueueUrl=url, MessageBody="caught")
     (tmp_path / "held_jobs.py").write_text(HELD_ASYNC_HANDLER if kind else HELD_HANDLER)
     with silent_proxy(local_sqs.endpoint_url) as proxy:
-        environment = env(
-            None,
-            AWS_ENDPOINT_URL_SQS=proxy.endpoint_url,
-            SQSBATCH_STALL_SECONDS="3",
-            SQSBATCH_READ_TIMEOUT_MARGIN="1",
-            SQSBATCH_VISIBILITY_TIMEOUT="5",
-        )
+        environment = watched_through(proxy, SQSBATCH_VISIBILITY_TIMEOUT="5")
         command = [str(SCRIPT), "consume", "held_jobs.py:handle", "--queue", name, *kind]
-        process = subprocess.Popen(
+        with spawned(
             [*command, "--poll-seconds", "1", "--json"],
             cwd=tmp_path,
             env=environment,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        try:
+            **PIPED,
+        ) as process:
             wait_for((tmp_path / "held").exists, "the handler holds the batch")
             # When the endpoint goes silent just as the batch's delete goes out
             proxy.silence()
             (tmp_path / "release").touch()
             # Then the process exits 1, saying why, after printing its stats
             stdout, stderr = process.communicate(timeout=GUARD_SECONDS)
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.communicate()
     assert process.returncode == 1, stderr
     assert "stalled" in stderr.splitlines()[-1] and "Traceback" not in stderr
     assert "stall_seconds=3" in stderr.splitlines()[0]  # the banner's effective value
     stats = json.loads(stdout)["stats"]
     assert stats["received"] == 1 and stats["acked"] == 0
     # and the message, not deleted, is back once its visibility timeout is over
-    wait_for(lambda: visible(client, url) == 1, "the message visible again")
-
-
-def visible(client: Any, url: str) -> int:
-    attributes = client.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])
-    return int(attributes["Attributes"]["ApproximateNumberOfMessages"])
+    wait_for(lambda: visible(client, name) == 1, "the message visible again")
 
 
 @pytest.mark.parametrize("kind", [[], ["--async"]])
@@ -239,9 +225,7 @@ def test_consume_shows_the_default_stall_seconds_in_its_banner(
     local_sqs: LocalSqs, tmp_path: Path, name: str, kind: list[str]
 ) -> None:
     create_queue(name, client=local_sqs.client())
-    where = ["--endpoint-url", local_sqs.endpoint_url, "--region", "us-east-1"]
-    spec = handler_file(tmp_path, is_async=bool(kind))
-    args = [*where, "consume", spec, "--queue", name, "--once", "--poll-seconds", "1", *kind]
+    args = consume_once(local_sqs, tmp_path, name, "--poll-seconds", "1", *kind)
     result = ok(runner.invoke(app, [*args, "--idle-seconds", "0.5"]))
     banner = result.stderr.splitlines()[0]
     assert "stall_seconds=33 (default)" in banner  # three 1 s polls + 30 s visibility

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from redrive import cli as redrive_cli
 from sqsbatch import create_queue
 from sqsbatch.cli.app import app
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 
 runner = CliRunner()
 

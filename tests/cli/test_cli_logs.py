@@ -17,7 +17,7 @@ from redrive import cli as redrive_cli
 from sqsbatch import Producer, create_queue
 from sqsbatch.cli.app import app
 from sqsbatch.cli.logs import LogFormat, LogLevel, cli_logging, log_level
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 from tests.support.redrive import dead_letter, make_queues
 
 runner = CliRunner()

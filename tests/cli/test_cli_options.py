@@ -18,12 +18,12 @@ from typer.testing import CliRunner
 
 from redrive import cli as redrive_cli
 from sqsbatch import __version__, create_queue
-from sqsbatch._botocore import client_config, sqs_errors
+from sqsbatch._shell.botocore import client_config, sqs_errors
 from sqsbatch.cli.app import app
 from sqsbatch.cli.common import CONNECT_ATTEMPTS, CONNECT_TIMEOUT_SECONDS, Connection
 from sqsbatch.cli.options import hoist
+from sqsbatch.dev.server import LOCAL_CREDENTIALS, LocalSqs
 from sqsbatch.errors import SqsError
-from sqsbatch.local import LOCAL_CREDENTIALS, LocalSqs
 from tests.support.cli_results import one_line_error
 from tests.support.redrive import dead_letter, make_queues
 

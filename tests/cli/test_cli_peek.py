@@ -11,11 +11,11 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from sqsbatch import Producer, create_queue
+from sqsbatch._core.envelope import Envelope, ErrorInfo
 from sqsbatch._sync.door import SyncSqs
 from sqsbatch.cli.escape import preview, printable
 from sqsbatch.cli.peek import peek
-from sqsbatch.envelope import Envelope, ErrorInfo
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 from tests.support.sqs_helpers import depth, drain
 
 runner = CliRunner()

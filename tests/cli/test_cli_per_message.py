@@ -14,9 +14,9 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from sqsbatch import AsyncProducer, Producer, create_queue
+from sqsbatch._core.envelope import Envelope, decode
 from sqsbatch.cli.app import app
-from sqsbatch.envelope import Envelope, decode
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 from tests.support.cli_results import ok, one_line_error
 from tests.support.front_ends import aio_client
 from tests.support.sqs_helpers import depth, drain
@@ -112,6 +112,16 @@ def test_ttl_seconds_in_a_producers_table_for_the_async_producer(
     assert expires_at is not None and before + 300 <= expires_at <= after + 300
 
 
+def consume_once(module: Path, name: str, kind: list[str]) -> list[str]:
+    """`consume --once` of `record` from the module, or (`kind` ["--async"]) of an async copy."""
+    handler = "per_message:record" if not kind else "per_message_async:record"
+    if kind:
+        (module / "per_message_async.py").write_text(
+            MODULE.replace("def record", "async def record")
+        )
+    return ["consume", handler, "-q", name, "--once", "--idle-seconds", "0.5", *kind]
+
+
 def _old(sqs: Any, queue: str, body: str, age: float) -> None:
     """A message sqsbatch sent `age` seconds ago (its `timestamp`), already on the queue."""
     url = sqs.get_queue_url(QueueName=queue)["QueueUrl"]
@@ -131,12 +141,7 @@ def test_consume_max_message_age(
     create_queue(name, dead_letter_queue=dlq, client=sqs)
     _old(sqs, name, "old", 3600)
     _old(sqs, name, "new", 0)
-    handler = "per_message:record" if not kind else "per_message_async:record"
-    if kind:
-        (module / "per_message_async.py").write_text(
-            MODULE.replace("def record", "async def record")
-        )
-    args = ["consume", handler, "-q", name, "--once", "--idle-seconds", "0.5", *kind]
+    args = consume_once(module, name, kind)
     result = ok(cli(local_sqs, *args, "--max-message-age", "600", "--json"))
     assert json.loads(result.stdout)["stats"]["dead_lettered"] == 1
     assert [message_id for _, message_id in seen(module)] == ["id-new"]
@@ -151,12 +156,7 @@ def test_consume_body_model(
     dlq = f"{name}-dlq"
     create_queue(name, dead_letter_queue=dlq, client=sqs)
     Producer(name, client=sqs).send_batch([{"body": {"id": 1}}, {"body": {"id": "x"}}])
-    handler = "per_message:record" if not kind else "per_message_async:record"
-    if kind:
-        (module / "per_message_async.py").write_text(
-            MODULE.replace("def record", "async def record")
-        )
-    args = ["consume", handler, "-q", name, "--once", "--idle-seconds", "0.5", *kind]
+    args = consume_once(module, name, kind)
     ok(cli(local_sqs, *args, "--body-model", "per_message:Order", "--max-batch-timeout", "0.2"))
     assert [kind_ for kind_, _ in seen(module)] == ["Order"]
     assert reasons(sqs, dlq) == {'{"id":"x"}': "invalid_body"}

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,9 +17,10 @@ import boto3
 import pytest
 
 from sqsbatch import Producer, create_queue
-from sqsbatch.local import LOCAL_CREDENTIALS, LocalSqs
+from sqsbatch.dev.server import LOCAL_CREDENTIALS, LocalSqs
+from tests.support.processes import PIPED, spawned
 from tests.support.sqs_helpers import depth
-from tests.support.waiting import wait_for
+from tests.support.waiting import GUARD_SECONDS, wait_for
 
 SCRIPT = Path(sys.executable).with_name("sqsbatch")
 
@@ -71,22 +74,15 @@ def test_the_script_exits_2_for_a_usage_error() -> None:
 
 @pytest.fixture
 def dev_server() -> Iterator[tuple[subprocess.Popen[str], str]]:
-    process = subprocess.Popen(
+    with spawned(
         [str(SCRIPT), "dev", "--port", "0"],
         env=env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
+        **PIPED,
+    ) as process:
         assert process.stdout is not None
         first = process.stdout.readline().strip()
         assert first.startswith("export AWS_ENDPOINT_URL_SQS=http://127.0.0.1:"), first
         yield process, first.split("=", 1)[1]
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
 
 
 def test_dev_serves_sqs_until_sigint(dev_server: tuple[subprocess.Popen[str], str]) -> None:
@@ -129,7 +125,7 @@ def test_consume_stops_gracefully_on_sigterm(
     )
     create_queue(name, client=sqs)
     Producer(name, client=sqs).send_batch([{"body": i} for i in range(3)])
-    process = subprocess.Popen(
+    with spawned(
         [
             str(SCRIPT),
             "consume",
@@ -145,18 +141,12 @@ def test_consume_stops_gracefully_on_sigterm(
         ],
         env=env(local_sqs),
         cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
+        **PIPED,
+    ) as process:
         wait_for((tmp_path / "seen").exists, "the handler ran")
         wait_for(lambda: depth(sqs, name) == 0, "the queue drained")
         process.send_signal(signal.SIGTERM)
         stdout, stderr = process.communicate(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
     assert process.returncode == 0, stderr
     assert json.loads(stdout)["stats"]["acked"] == 3
     if logs:  # every line on stderr is JSON: the banner and what the stop waits for too
@@ -183,3 +173,21 @@ def test_dev_logs_a_failed_request_in_one_line_and_a_bad_region_fails_at_once(
     assert "Traceback" not in logged, logged
     [failed] = [row for row in logged.splitlines() if "request failed" in row]
     assert "KeyError: 'nowhere-9'" in failed and "region" in failed
+
+
+def test_spawned_kills_and_reaps_a_child_left_running_when_its_block_fails() -> None:
+    # Given a child that would run for ten minutes, and a block that fails while it runs
+    children: list[subprocess.Popen[Any]] = []
+
+    def fail_while_it_runs() -> None:
+        sleeper = [sys.executable, "-c", "import time; time.sleep(600)"]
+        with contextlib.suppress(RuntimeError), spawned(sleeper) as child:
+            children.append(child)
+            raise RuntimeError("the test failed")
+
+    leaving = threading.Thread(target=fail_while_it_runs, daemon=True)
+    leaving.start()
+    leaving.join(GUARD_SECONDS)  # a hang guard: without the kill, leaving waits for the child
+    # Then leaving the block killed the child and reaped it
+    assert not leaving.is_alive()
+    assert children[0].returncode == -signal.SIGKILL

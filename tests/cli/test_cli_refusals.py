@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from redrive.cli import app as redrive_app
 from sqsbatch.cli.app import app
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 from tests.support.cli_results import one_line_error
 from tests.support.redrive import make_queues
 

@@ -9,13 +9,12 @@ from typing import Any, cast
 import pytest
 from typer.testing import CliRunner, Result
 
-from sqsbatch import create_queue
+from sqsbatch import MessageSendRequest, Producer, create_queue
 from sqsbatch.cli.app import app
 from sqsbatch.cli.common import CliError
 from sqsbatch.cli.sending import Line, send_lines
+from sqsbatch.dev.server import LocalSqs
 from sqsbatch.errors import SendError
-from sqsbatch.local import LocalSqs
-from sqsbatch.producer import MessageSendRequest, Producer
 from tests.support.cli_results import ok, one_line_error
 from tests.support.sqs_helpers import depth, drain
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sqsbatch.cli.common import CONNECT_ATTEMPTS
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 from tests.cli.test_cli_process import SCRIPT, env
 from tests.support.silent_proxy import SilentProxy, silent_proxy
 

@@ -12,9 +12,10 @@ from typer.testing import CliRunner
 from sqsbatch import create_queue
 from sqsbatch.cli.app import app
 from sqsbatch.cli.stats import Trend, trend
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 from tests.cli.test_cli_process import SCRIPT, env
 from tests.support.cli_results import ok, one_line_error
+from tests.support.processes import spawned
 
 runner = CliRunner()
 
@@ -88,7 +89,7 @@ def test_watch_json_is_one_line_per_reading_comparing_the_dlq_with_the_first(
     name, dlq = queues
     where = env(local_sqs)
     command = [str(SCRIPT), "stats", name, "--watch", "--json", "--count", "2", "--interval", "2"]
-    with subprocess.Popen(command, env=where, stdout=subprocess.PIPE, text=True) as process:
+    with spawned(command, env=where, stdout=subprocess.PIPE, text=True) as process:
         assert process.stdout is not None
         first = json.loads(process.stdout.readline())
         url = sqs.get_queue_url(QueueName=dlq)["QueueUrl"]

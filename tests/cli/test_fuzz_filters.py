@@ -10,8 +10,8 @@ from hypothesis import event as outcome
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from sqsbatch._core.envelope import FOREIGN, DecodedMessage, Envelope, ErrorInfo
 from sqsbatch.cli.filters import parse_filters
-from sqsbatch.envelope import FOREIGN, DecodedMessage, Envelope, ErrorInfo
 from tests.support.fuzzing import FUZZ
 
 prefixes = st.sampled_from(["", "!", "!!", "body:", "re:", "attr:", "error:", "!re:", "x:"])

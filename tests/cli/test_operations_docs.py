@@ -1,5 +1,5 @@
 """docs/operations.md: its `console` blocks run in order against a fresh local SQS and exit as
-shown; examples/health_watch.py, which its Python block quotes (tests/front_ends/test_examples.py
+shown; examples/health_watch.py, which its Python block quotes (tests/docs/test_examples.py
 checks the quote), runs."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from sqsbatch._shell.health import age_seconds
 from sqsbatch.cli.app import app
-from sqsbatch.health import age_seconds
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 from tests.support.front_ends import load_example
 from tests.support.waiting import wait_for
 

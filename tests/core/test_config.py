@@ -25,6 +25,15 @@ DEFAULTS = {
     "metrics": "off",  # "emf": CloudWatch Embedded Metric Format lines on stdout
     "metrics_namespace": "sqsbatch",
     "metrics_interval": 60.0,
+    "idempotency_table": None,  # no guard (docs/idempotency.md)
+    "idempotency_ttl": None,  # the queue's retention plus its DLQ's, at most 28 days
+    "claim_seconds": None,  # as long as sqsbatch holds the message
+    "pause_check_seconds": 60.0,  # issue 30: holding back (docs/pressure.md)
+    "circuit_failures": None,
+    "circuit_probe_size": 1,
+    "max_messages_per_second": None,
+    "scale_in_protection": True,
+    "overloaded_fails_invocation": False,
 }
 
 
@@ -80,7 +89,8 @@ def test_wrong_types_are_refused_naming_the_setting(values: dict[str, Any], name
 
 def test_unknown_key_is_refused_with_the_known_ones() -> None:
     with pytest.raises(
-        ConfigError, match=r"unknown setting 'max_batch' \(did .*\) \(known: dead_letter_queue"
+        ConfigError,
+        match=r"unknown setting 'max_batch' \(did .*\) \(known: circuit_failures, .*",
     ):
         ConsumerConfig(max_batch=3)  # type: ignore[call-arg]
 

@@ -15,20 +15,19 @@ import pytest
 
 from sqsbatch._core.closing import Closing
 from sqsbatch._core.entries import TwoPhase, dead_envelope
+from sqsbatch._core.envelope import ATTRIBUTE, MAX_DEATHS, Death, Envelope, ErrorInfo, decode
 from sqsbatch._core.flows import settle, settle_for_lambda
 from sqsbatch._core.ledger import (
     Action,
     ActionKind,
     Decision,
+    Delivered,
     LastFailure,
     Ledger,
     Outcome,
-    Settled,
     Verdict,
-    actions_for,
 )
 from sqsbatch._core.notices import dead_letter_line
-from sqsbatch.envelope import ATTRIBUTE, MAX_DEATHS, Death, Envelope, ErrorInfo, decode
 from sqsbatch.errors import MessageError
 from tests.core.test_flows import (
     WALL,
@@ -40,6 +39,7 @@ from tests.core.test_flows import (
     drive,
     raw,
 )
+from tests.support.actions import actions_of
 
 ACK, RETRY, DEAD = Verdict.ACK, Verdict.RETRY, Verdict.DEAD_LETTER
 
@@ -136,37 +136,27 @@ def test_a_reason_of_1024_characters_is_accepted() -> None:
 def test_dead_letter_whatever_the_attempts_as_the_queue_allows(
     last_failure: LastFailure, kind: ActionKind, delay: int
 ) -> None:
-    actions = actions_for(
-        [Settled(1, 0.0)],
+    actions = actions_of(
+        [Delivered(1, 0.0)],
         [Decision(DEAD, reason="tenant gone")],
-        max_retries=3,
         retry_delay=30,
         last_failure=last_failure,
-        failure=("E", "boom"),
-        now=0.0,
-        wall_now=1e9,
     )
     assert actions == [Action(0, kind, delay, reason="tenant gone")]
 
 
 def test_on_fifo_a_dead_lettered_message_does_not_hold_back_its_group() -> None:
     # Given a FIFO group a: m0 dead-lettered, m1 undecided; group b: m2 retried, m3 undecided
-    messages = [Settled(1, 0.0, g) for g in "aabb"]
+    messages = [Delivered(1, 0.0, g) for g in "aabb"]
     decisions = [
         Decision(DEAD, reason="poison"),
         Decision(ACK, explicit=False),
         Decision(RETRY, 5),
         Decision(ACK, explicit=False),
     ]
-    actions = actions_for(
+    actions = actions_of(
         messages,
         decisions,
-        max_retries=3,
-        retry_delay=0,
-        last_failure=LastFailure.DEAD_LETTER,
-        failure=("E", "boom"),
-        now=0.0,
-        wall_now=1e9,
         fifo=True,
     )
     # Then the rest of a goes on as decided; a retry still holds the rest of b

@@ -17,19 +17,19 @@ from typing import Any, NamedTuple
 import pytest
 
 from sqsbatch import ConsumerConfig, MessageBatch
-from sqsbatch._core.backoff import exponential_delay, pause_seconds, round_pause
 from sqsbatch._core.batching import BatchWindow
 from sqsbatch._core.calls import BatchRun, Entry
 from sqsbatch._core.closing import failure_of, handler_end
+from sqsbatch._core.delays import exponential_delay, pause_seconds, round_pause
+from sqsbatch._core.envelope import decode
 from sqsbatch._core.flows import Pause, Request
 from sqsbatch._core.heartbeat import Extended, Watch, extended, heartbeat_entries, next_heartbeat
 from sqsbatch._core.intake import Received, ReceiveErrors, receive
 from sqsbatch._core.ledger import Ledger, Outcome, Verdict
+from sqsbatch._core.message import _Delivery
 from sqsbatch._core.receiving import Assembly, connections_for, is_idle, receive_visibility
-from sqsbatch.envelope import decode
 from sqsbatch.errors import CredentialsError, QueueNotFound, SqsBatchError, SqsError
 from sqsbatch.limits import SqsLimits
-from sqsbatch.message import _Delivery
 
 SMALL = SqsLimits(visibility_ceiling_seconds=100)
 """A 100 s ceiling: the 12 h rule with numbers that read at a glance."""

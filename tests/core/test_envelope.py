@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from sqsbatch import MessageError
-from sqsbatch.envelope import ATTRIBUTE, Envelope, ErrorInfo, decode, encode_attributes, encode_body
+from sqsbatch._core.bodies import encode_body
+from sqsbatch._core.envelope import ATTRIBUTE, Envelope, ErrorInfo, decode, encode_attributes
 
 
 def received(

@@ -17,14 +17,13 @@ from sqsbatch._core.flows import settle, settle_for_lambda
 from sqsbatch._core.ledger import (
     ActionKind,
     Decision,
+    Delivered,
     Outcome,
-    Settled,
     Verdict,
     acks_out_of_order,
-    actions_for,
 )
-from sqsbatch._core.ledger import LastFailure as LF
 from tests.core.test_flows import ScriptedSqs, batch_of, closed, drive
+from tests.support.actions import actions_of
 
 A, R, D = Verdict.ACK, Verdict.RETRY, Verdict.DEAD_LETTER
 
@@ -57,18 +56,12 @@ def decision(code: str) -> Decision:
 def test_an_explicit_ack_behind_a_retry_of_its_group_holds_and_is_named(
     groups: str, codes: str, out_of_order: list[int], kinds: str
 ) -> None:
-    messages = [Settled(1, 0.0, None if g == "-" else g) for g in groups]
+    messages = [Delivered(1, 0.0, None if g == "-" else g) for g in groups]
     decisions = [decision(code) for code in codes]
     assert acks_out_of_order(messages, decisions) == out_of_order
-    actions = actions_for(
+    actions = actions_of(
         messages,
         decisions,
-        max_retries=3,
-        retry_delay=0,
-        last_failure=LF.DEAD_LETTER,
-        failure=("E", "e"),
-        now=0.0,
-        wall_now=0.0,
         fifo=True,
     )
     letters = {ActionKind.HIDE: "H", ActionKind.DELETE: "E", ActionKind.DEAD_LETTER: "X"}

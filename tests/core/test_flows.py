@@ -22,6 +22,7 @@ from sqsbatch import ConsumerConfig, MessageBatch
 from sqsbatch._core.closing import Closing, close_batch
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.entries import postpone_entries
+from sqsbatch._core.envelope import ATTRIBUTE, Envelope, decode
 from sqsbatch._core.flows import (
     Settled,
     heartbeat,
@@ -33,10 +34,9 @@ from sqsbatch._core.flows import (
 from sqsbatch._core.heartbeat import next_heartbeat
 from sqsbatch._core.intake import Received, ReceiveErrors, receive
 from sqsbatch._core.ledger import ActionKind, LastFailure, Outcome
+from sqsbatch._core.message import _Delivery
 from sqsbatch._sync.door import SyncSqs
-from sqsbatch.envelope import ATTRIBUTE, Envelope, decode
 from sqsbatch.errors import CredentialsError, QueueNotFound
-from sqsbatch.message import _Delivery
 
 URL = "https://sqs.eu-west-1.amazonaws.com/1/orders"
 DLQ = "https://sqs.eu-west-1.amazonaws.com/1/orders-dlq"

@@ -8,9 +8,9 @@ from typing import Any
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from sqsbatch._core.envelope import ATTRIBUTE, Envelope, decode, encode_attributes
 from sqsbatch._core.ledger import Ledger
 from sqsbatch._core.receiving import ReceivedDelivery
-from sqsbatch.envelope import ATTRIBUTE, Envelope, decode, encode_attributes
 from sqsbatch.errors import MessageError
 from tests.support.fuzzing import FUZZ, values
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from sqsbatch._core.envelope import ATTRIBUTE, Envelope
 from sqsbatch._core.intake import (
     Arrivals,
     ReceiveErrors,
@@ -21,12 +22,11 @@ from sqsbatch._core.intake import (
     intake,
     receive_messages,
 )
+from sqsbatch._core.lambda_event import parse_event
+from sqsbatch._core.lambda_records import Arrival, EventRecords
 from sqsbatch._core.receiving import Answer
 from sqsbatch._core.screening import BodyModel, Screen
-from sqsbatch.envelope import ATTRIBUTE, Envelope
 from sqsbatch.errors import QueueNotFound, SqsError
-from sqsbatch.lambda_event import parse_event
-from sqsbatch.lambda_records import Arrival, EventRecords
 from tests.core.test_flows import URL, WALL, ScriptedSqs, answer, client_error, context, drive
 from tests.support.front_ends import record
 

@@ -34,13 +34,13 @@ from hypothesis import strategies as st
 from sqsbatch import ConsumerConfig, MessageBatch
 from sqsbatch._core.closing import close_batch
 from sqsbatch._core.context import QueueContext
+from sqsbatch._core.envelope import ATTRIBUTE, Envelope, decode, payload_size
 from sqsbatch._core.flows import heartbeat, settle
 from sqsbatch._core.heartbeat import next_heartbeat
 from sqsbatch._core.ledger import ActionKind, LastFailure, Outcome
+from sqsbatch._core.message import _Delivery
 from sqsbatch._sync.door import SyncSqs
-from sqsbatch.envelope import ATTRIBUTE, Envelope, decode, payload_size
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
-from sqsbatch.message import _Delivery
 from tests.support.fuzzing import FUZZ
 
 SETTLE_EXAMPLES = 200

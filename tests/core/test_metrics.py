@@ -21,7 +21,7 @@ from sqsbatch._core.metrics import (
     batch_sample,
     reason_key,
 )
-from sqsbatch.metrics import EmfMetrics
+from sqsbatch._shell.emf_writer import EmfMetrics
 from tests.support.emf import check_line, metric, now_ms
 
 

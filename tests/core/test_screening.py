@@ -13,12 +13,12 @@ from pydantic import BaseModel
 
 from sqsbatch import ConsumerConfig
 from sqsbatch._core.context import QueueContext
+from sqsbatch._core.envelope import ATTRIBUTE, Death, Envelope, decode
 from sqsbatch._core.intake import ReceiveErrors, Screening, receive
 from sqsbatch._core.ledger import ActionKind, LastFailure
+from sqsbatch._core.message import _Delivery
 from sqsbatch._core.screening import BodyModel, Screen, close_screened, deadline, screen
-from sqsbatch.envelope import ATTRIBUTE, Death, Envelope, decode
 from sqsbatch.errors import ConfigError
-from sqsbatch.message import _Delivery
 from tests.core.test_flows import DLQ, URL, WALL, ScriptedSqs, drive
 
 SENT = 1_700_000_000.0

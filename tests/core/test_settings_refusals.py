@@ -11,8 +11,8 @@ import pytest
 
 from redrive.settings import RedriveSettings
 from sqsbatch import ConfigError, ConsumerConfig, ProducerConfig
+from sqsbatch._core.bodies import encode_body
 from sqsbatch.config import accepted_text, load_file
-from sqsbatch.envelope import encode_body
 from sqsbatch.errors import MessageError
 
 PYTHON_WORDS = ("Optional", "|", "None", "Annotated", "Union", "NoneType", "<class")

@@ -17,15 +17,15 @@ from sqsbatch._core.entries import TwoPhase
 from sqsbatch._core.ledger import (
     ActionKind,
     Decision,
+    Delivered,
     LastFailure,
     Ledger,
     Outcome,
-    Settled,
     Verdict,
-    actions_for,
     visibility_allowed,
 )
 from sqsbatch.limits import SqsLimits
+from tests.support.actions import actions_of
 
 ACK, RETRY = Verdict.ACK, Verdict.RETRY
 Step = Callable[[Ledger], object]
@@ -127,17 +127,9 @@ def test_ignored_calls_report_false_and_sealing_ignores_everything() -> None:
 def plan(
     decisions: list[Decision], attempts: list[int], **kwargs: object
 ) -> list[tuple[ActionKind, int]]:
-    messages = [Settled(a, received_at=0.0) for a in attempts]
-    options: dict[str, object] = {
-        "max_retries": 3,
-        "retry_delay": 30,
-        "last_failure": LastFailure.DEAD_LETTER,
-        "failure": ("E", "boom"),
-        "now": 0.0,
-        "wall_now": 1e9,
-    }
-    options.update(kwargs)
-    return [(a.kind, a.delay_seconds) for a in actions_for(messages, decisions, **options)]  # type: ignore[arg-type]
+    messages = [Delivered(a, received_at=0.0) for a in attempts]
+    actions = actions_of(messages, decisions, **{"retry_delay": 30, **kwargs})
+    return [(a.kind, a.delay_seconds) for a in actions]
 
 
 def test_delay_precedence_and_explicit_zero() -> None:
@@ -191,15 +183,11 @@ def test_when_the_dlq_is_unknown_the_last_failure_is_left_to_sqs_never_deleted()
 
 
 def test_dead_letter_records_why() -> None:
-    messages = [Settled(4, 0.0), Settled(4, 0.0)]
-    actions = actions_for(
+    messages = [Delivered(4, 0.0), Delivered(4, 0.0)]
+    actions = actions_of(
         messages,
         [Decision(RETRY), Decision(RETRY, explicit=False)],
-        max_retries=3,
-        retry_delay=0,
-        last_failure=LastFailure.DEAD_LETTER,
         failure=("KeyError", "'x'"),
-        now=0.0,
         wall_now=123.0,
     )
     assert [(a.error.type, a.error.at) for a in actions if a.error] == [
@@ -220,7 +208,7 @@ def test_visibility_ceiling_is_counted_from_the_receive_and_clamped() -> None:
 
 def test_fifo_retry_holds_back_the_rest_of_its_group() -> None:
     """A retry makes later implicitly acked messages of its group retry; explicit acks hold."""
-    messages = [Settled(1, 0.0, g) for g in ("a", "b", "a", "a", "b")]
+    messages = [Delivered(1, 0.0, g) for g in ("a", "b", "a", "a", "b")]
     decisions = [
         Decision(ACK, explicit=False),
         Decision(ACK, explicit=False),
@@ -229,15 +217,9 @@ def test_fifo_retry_holds_back_the_rest_of_its_group() -> None:
         Decision(ACK, explicit=False),
     ]
     explicit_ack = Decision(ACK)
-    actions = actions_for(
+    actions = actions_of(
         messages,
         [*decisions[:3], explicit_ack, decisions[4]],
-        max_retries=3,
-        retry_delay=0,
-        last_failure=LastFailure.DEAD_LETTER,
-        failure=("E", ""),
-        now=0.0,
-        wall_now=0.0,
         fifo=True,
     )
     assert [(a.kind, a.delay_seconds) for a in actions] == [
@@ -247,15 +229,9 @@ def test_fifo_retry_holds_back_the_rest_of_its_group() -> None:
         (ActionKind.DELETE, 0),
         (ActionKind.DELETE, 0),
     ]
-    implicit = actions_for(
+    implicit = actions_of(
         messages,
         decisions,
-        max_retries=3,
-        retry_delay=0,
-        last_failure=LastFailure.DEAD_LETTER,
-        failure=("E", ""),
-        now=0.0,
-        wall_now=0.0,
         fifo=True,
     )
     assert [a.kind for a in implicit] == [

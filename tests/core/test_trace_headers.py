@@ -7,9 +7,9 @@ import json
 
 import pytest
 
+from sqsbatch._core.envelope import ATTRIBUTE, Envelope, carry, decode
 from sqsbatch._core.shapes import RECEIVE_SYSTEM_ATTRIBUTES, receive_params
 from sqsbatch._core.trace_headers import xray_ids, xray_traceparent
-from sqsbatch.envelope import ATTRIBUTE, Envelope, carry, decode
 
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 

@@ -1,6 +1,6 @@
 """The sync twins are generated from the asyncio sources, and the two flavours match.
 
-`sqsbatch/_sync/door.py` and `sqsbatch/_sync/poller.py` come from `sqsbatch/_async/` through
+`sqsbatch/_sync/door.py` and `sqsbatch/_sync/consumer.py` come from `sqsbatch/_async/` through
 unasync (`make twins`); a stale one fails here with the diff. The hand-written flavour modules
 (`sqsbatch/_sync/flavour.py`, `sqsbatch/_async/flavour.py`) offer the same names, so the
 generated code finds on one side what the source uses on the other.
@@ -39,7 +39,9 @@ def test_a_change_to_a_source_makes_its_twin_stale(tmp_path: Path) -> None:
     # The check itself: generation follows the source, so an edit shows up as a difference.
     twins = twins_script()
     fresh = twins.generate(tmp_path / "a")
-    assert "class Consumer(Poller):" in fresh["poller.py"] and "await " not in fresh["poller.py"]
+    assert (
+        "class Consumer(Poller):" in fresh["consumer.py"] and "await " not in fresh["consumer.py"]
+    )
     assert "class SyncSqs:" in fresh["door.py"] and "async def" not in fresh["door.py"]
 
 

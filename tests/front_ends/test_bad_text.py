@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 from redrive import cli as redrive_cli
 from sqsbatch import AsyncProducer, ConsumerConfig, Producer
 from sqsbatch.cli.app import app
+from sqsbatch.dev.server import LocalSqs
 from sqsbatch.errors import ConfigError, MessageError
-from sqsbatch.local import LocalSqs
 from tests.support.cli_results import one_line_error
 
 runner = CliRunner()

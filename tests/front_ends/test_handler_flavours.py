@@ -28,7 +28,7 @@ from sqsbatch import (
     create_queue,
     lambda_handler,
 )
-from sqsbatch.envelope import decode
+from sqsbatch._core.envelope import decode
 from sqsbatch.errors import ConfigError
 from sqsbatch.limits import SqsLimits
 from sqsbatch.testing import run_handler, run_handler_async

@@ -10,7 +10,7 @@ import pytest
 
 from sqsbatch import ConsumerConfig, MessageBatch, MessageError, Producer, create_queue
 from sqsbatch._core.entries import hop_delay, remaining_delay
-from sqsbatch.envelope import Envelope
+from sqsbatch._core.envelope import Envelope
 from sqsbatch.limits import SqsLimits
 from tests.support.front_ends import FRONT_ENDS, FrontEnd
 from tests.support.sqs_helpers import depth

@@ -54,6 +54,19 @@ def failing_on(body: Any, recorder: Recorder) -> Any:
     return handler
 
 
+def poisoned(sqs: Any, name: str) -> None:
+    """Queue `name`, whose RedrivePolicy moves a message to `name`-dlq after 2 receives, holding
+    one message, `poison`."""
+    create_queue(name, dead_letter_queue=f"{name}-dlq", max_retries=1, client=sqs)
+    Producer(name, client=sqs).send("poison")
+
+
+def moved_by_sqs(sqs: Any, name: str, recorder: Recorder) -> None:
+    """`poison` failed on both deliveries, was never deleted, and SQS moved it to the DLQ."""
+    assert recorder.attempts()["poison"] == [1, 2]
+    assert [m["Body"] for m in drain(sqs, f"{name}-dlq")] == ["poison"]
+
+
 @pytest.mark.parametrize("front_end", FRONT_ENDS, ids=lambda f: f.name)
 def test_a_failing_message_reaches_the_dlq_of_the_queues_redrive_policy(
     front_end: FrontEnd, sqs: Any, name: str
@@ -77,8 +90,7 @@ def test_a_failing_message_reaches_the_dlq_of_the_queues_redrive_policy(
 
 def test_a_refused_lookup_leaves_the_last_failure_to_sqs_sync(sqs: Any, name: str) -> None:
     # Given a queue whose RedrivePolicy moves after 2 receives, which the consumer cannot read
-    create_queue(name, dead_letter_queue=f"{name}-dlq", max_retries=1, client=sqs)
-    Producer(name, client=sqs).send("poison")
+    poisoned(sqs, name)
     client = Faulty(sqs)
     client.fail("get_queue_attributes", 1, denied)
     recorder = Recorder()
@@ -87,14 +99,12 @@ def test_a_refused_lookup_leaves_the_last_failure_to_sqs_sync(sqs: Any, name: st
     consumer = Consumer(name, failing_on("poison", recorder), config, client=client)
     consumer.run_until_idle(1.0)
     # Then it was never deleted: SQS delivered it again and then moved it to the DLQ itself
-    assert recorder.attempts()["poison"] == [1, 2]
     assert consumer.stats.left_to_redrive_policy == 2 and consumer.stats.dropped == 0
-    assert [m["Body"] for m in drain(sqs, f"{name}-dlq")] == ["poison"]
+    moved_by_sqs(sqs, name, recorder)
 
 
 def test_a_refused_lookup_leaves_the_last_failure_to_sqs_async(sqs: Any, name: str) -> None:
-    create_queue(name, dead_letter_queue=f"{name}-dlq", max_retries=1, client=sqs)
-    Producer(name, client=sqs).send("poison")
+    poisoned(sqs, name)
     recorder = Recorder()
     config = ConsumerConfig(max_retries=0, max_batch_timeout=0)
 
@@ -108,14 +118,12 @@ def test_a_refused_lookup_leaves_the_last_failure_to_sqs_async(sqs: Any, name: s
             return consumer
 
     consumer = asyncio.run(main())
-    assert recorder.attempts()["poison"] == [1, 2]
     assert consumer.stats.left_to_redrive_policy == 2 and consumer.stats.dropped == 0
-    assert [m["Body"] for m in drain(sqs, f"{name}-dlq")] == ["poison"]
+    moved_by_sqs(sqs, name, recorder)
 
 
 def test_a_refused_lookup_leaves_the_last_failure_to_sqs_lambda(sqs: Any, name: str) -> None:
-    create_queue(name, dead_letter_queue=f"{name}-dlq", max_retries=1, client=sqs)
-    Producer(name, client=sqs).send("poison")
+    poisoned(sqs, name)
     recorder = Recorder()
     client = Faulty(sqs)
     client.fail("get_queue_attributes", 10, denied)
@@ -125,9 +133,8 @@ def test_a_refused_lookup_leaves_the_last_failure_to_sqs_lambda(sqs: Any, name: 
     mapping = EventSourceMapping(sqs, name, window=0)
     mapping.run_until_idle(function, idle_seconds=1.0)
     # Reported as failed each time (never left for Lambda to delete), then moved by SQS
-    assert recorder.attempts()["poison"] == [1, 2]
     assert all(len(r["batchItemFailures"]) == 1 for r in mapping.responses)
-    assert [m["Body"] for m in drain(sqs, f"{name}-dlq")] == ["poison"]
+    moved_by_sqs(sqs, name, recorder)
     # AccessDenied will not change: asked once per execution environment, as a success is
     assert [op for op, _ in client.calls].count("get_queue_attributes") == 1
 

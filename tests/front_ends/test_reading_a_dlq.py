@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from redrive.manual import move_now
 from sqsbatch import ConsumerConfig, MessageBatch, MessageSendRequest, Producer, create_queue
-from sqsbatch.envelope import decode
+from sqsbatch._core.envelope import decode
 from tests.support.front_ends import FRONT_ENDS, FrontEnd
 from tests.support.sqs_helpers import depth, drain
 

@@ -20,7 +20,7 @@ import pytest
 from pydantic import BaseModel
 
 from sqsbatch import ConsumerConfig, MessageBatch, MessageSendRequest, Producer, create_queue
-from sqsbatch.envelope import decode
+from sqsbatch._core.envelope import decode
 from sqsbatch.errors import ConfigError, MessageError
 from tests.support.front_ends import FRONT_ENDS, FrontEnd
 from tests.support.scenarios import Recorder
@@ -200,7 +200,7 @@ def test_message_expires_at_reads_the_deadline(sqs: Any, name: str) -> None:
     Producer(name, client=sqs, clock=lambda: 1_700_000_000.0).send("x", ttl_seconds=60)
     [raw] = drain(sqs, name)
     from sqsbatch._core.ledger import Ledger  # noqa: PLC0415
-    from sqsbatch.message import Message, _Delivery  # noqa: PLC0415
+    from sqsbatch._core.message import Message, _Delivery  # noqa: PLC0415
 
     message = Message(_Delivery(decode(raw), "r", 0.0, 30.0), Ledger(1), 0)
     assert message.expires_at == datetime.fromtimestamp(1_700_000_060, UTC)

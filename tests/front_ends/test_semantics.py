@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from sqsbatch import MessageBatch, Producer, create_queue
-from sqsbatch.envelope import Death, decode
+from sqsbatch._core.envelope import Death, decode
 from tests.support.front_ends import FRONT_ENDS, FrontEnd
 from tests.support.scenarios import SCENARIOS, Recorder, Scenario
 from tests.support.sqs_helpers import depth, drain

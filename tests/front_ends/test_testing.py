@@ -431,10 +431,10 @@ BAD_INPUT: list[tuple[str, Callable[[], object], type[Exception], str]] = [
         "reserved",
     ),
     (
-        "a group id on a standard queue",
-        lambda: run_handler(nothing, [TestMessage("b", group_id="g")], queue="orders"),
-        FifoError,
-        "FIFO queues",
+        "a group id SQS would refuse",
+        lambda: run_handler(nothing, [TestMessage("b", group_id="a b")], queue="orders"),
+        MessageError,
+        "group_id holds ' '",
     ),
     (
         "a FIFO message without a group id",

@@ -11,10 +11,10 @@ import typer
 from typer.testing import CliRunner, Result
 
 from sqsbatch import Consumer, ConsumerConfig, MessageBatch, Producer, create_queue
+from sqsbatch._core.envelope import DecodedMessage, Envelope, ErrorInfo
 from sqsbatch.cli.app import app
 from sqsbatch.cli.filters import parse_filter, parse_filters
-from sqsbatch.envelope import DecodedMessage, Envelope, ErrorInfo
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 from tests.support.sqs_helpers import depth
 
 runner = CliRunner()

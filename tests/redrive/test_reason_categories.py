@@ -16,11 +16,11 @@ from redrive import move_now
 from redrive.cli import app as redrive_app
 from redrive.reasons import Reasons
 from redrive.settings import RedriveSettings
+from sqsbatch._core.envelope import Death, Envelope, decode
 from sqsbatch.cli.app import app
 from sqsbatch.cli.filters import parse_filter
-from sqsbatch.envelope import Death, Envelope, decode
+from sqsbatch.dev.server import LocalSqs
 from sqsbatch.errors import ConfigError
-from sqsbatch.local import LocalSqs
 from tests.support.cli_results import ok, one_line_error
 from tests.support.redrive import bodies, dead_letter, make_queues
 from tests.support.sqs_helpers import depth

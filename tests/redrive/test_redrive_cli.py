@@ -17,8 +17,9 @@ from typer.testing import CliRunner
 
 from redrive import cli
 from redrive.settings import RedriveSettings
+from sqsbatch.dev.server import LocalSqs
 from sqsbatch.errors import ConfigError
-from sqsbatch.local import LocalSqs
+from tests.support.processes import PIPED, spawned
 from tests.support.redrive import bodies, dead_letter, make_queues
 from tests.support.sqs_helpers import depth
 from tests.support.waiting import wait_for
@@ -169,17 +170,11 @@ def test_sigterm_stops_the_daemon_gracefully(sqs: Any, name: str, local_sqs: Loc
     script = Path(sys.executable).parent / "redrive"
     env = {**os.environ, **local_sqs.environment(), "REDRIVE_WAIT_SECONDS": "1"}
     command = [str(script), "run", "--dlq", dlq, "--base-delay", "0", "--jitter", "0", "--json"]
-    daemon = subprocess.Popen(
-        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    try:
+    with spawned(command, env=env, **PIPED) as daemon:
         wait_for(lambda: depth(sqs, source) > 0, "the daemon moved the message")
         # When it gets SIGTERM
         daemon.send_signal(signal.SIGTERM)
         out, errors = daemon.communicate(timeout=30)
-    finally:
-        if daemon.poll() is None:
-            daemon.kill()
     # Then it finishes, exits 0 and prints its counters
     assert daemon.returncode == 0, errors
     assert json.loads(out)["moved"] == 1

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -254,18 +256,25 @@ def test_unknown_queues_and_bad_settings_fail_clearly(sqs: Any, name: str) -> No
             Redriver(["x-dlq"], client=sqs, visibility_timeout=bad)  # type: ignore[arg-type]
 
 
+@contextmanager
+def running(redriver: Redriver) -> Iterator[None]:
+    """`redriver.run()` on a thread; on leaving, `stop()`, and run() ends (a 30 s hang guard)."""
+    runner = threading.Thread(target=redriver.run)
+    runner.start()
+    try:
+        yield
+    finally:
+        redriver.stop()
+        runner.join(timeout=30)
+    assert not runner.is_alive()
+
+
 def test_run_stops_gracefully_on_stop(sqs: Any, name: str) -> None:
     source, dlq = make_queues(sqs, name)
     dead_letter(sqs, dlq, source, [1, 2])
     redriver = Redriver(dlq, policy=NOW, client=sqs, wait_seconds=1)
-    runner = threading.Thread(target=redriver.run)
-    runner.start()
-    try:
+    with running(redriver):
         wait_for(lambda: redriver.stats.moved >= 2, "both moved")
-    finally:
-        redriver.stop()
-    runner.join(timeout=30)
-    assert not runner.is_alive()
     assert bodies(sqs, source) == [1, 2]
 
 
@@ -274,12 +283,7 @@ def test_run_backs_off_from_throttled_receives_and_carries_on(sqs: Any, name: st
     dead_letter(sqs, dlq, source, [1])
     faulty = Faulty(sqs, "receive_message", throttled, times=2)
     redriver = Redriver(dlq, policy=NOW, client=faulty, wait_seconds=1)
-    runner = threading.Thread(target=redriver.run)
-    runner.start()
-    try:
+    with running(redriver):
         wait_for(lambda: redriver.stats.moved >= 1, "the message moved")
-    finally:
-        redriver.stop()
-    runner.join(timeout=30)
     assert faulty.calls.count("receive_message") >= 3
     assert bodies(sqs, source) == [1]

@@ -10,7 +10,7 @@ import pytest
 
 from redrive import RedriveStats
 from redrive.settings import RedriveSettings
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "redrive.md"

@@ -12,8 +12,8 @@ from redrive import BackoffPolicy, Redriver, move_now, start_native_move
 from redrive import cli as redrive_cli
 from sqsbatch import Producer, create_queue
 from sqsbatch.cli.app import app
+from sqsbatch.dev.server import LocalSqs
 from sqsbatch.errors import ConfigError
-from sqsbatch.local import LocalSqs
 from tests.support.redrive import bodies, dead_letter, make_queues
 
 runner = CliRunner()

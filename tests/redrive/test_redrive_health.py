@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -16,13 +15,14 @@ from typer.testing import CliRunner
 
 from redrive import Redriver, cli
 from redrive.watchdog import Watchdog
+from sqsbatch._shell.health import age_seconds
 from sqsbatch._sync.flavour import default_client
 from sqsbatch.cli.app import app
+from sqsbatch.dev.server import LocalSqs
 from sqsbatch.errors import ConfigError, SqsBatchError
-from sqsbatch.health import age_seconds
-from sqsbatch.local import LocalSqs
 from tests.cli.test_cli_process import SCRIPT, env
 from tests.support.cli_results import ok, one_line_error
+from tests.support.processes import PIPED, spawned
 from tests.support.redrive import make_queues
 from tests.support.silent_proxy import silent_proxy
 from tests.support.waiting import wait_for
@@ -141,21 +141,14 @@ def test_redrive_run_exits_1_with_its_counters_when_the_watchdog_fires(
         environment = env(None, AWS_ENDPOINT_URL_SQS=proxy.endpoint_url, REDRIVE_WAIT_SECONDS="1")
         path = tmp_path / "health"
         command = [str(SCRIPT.with_name("redrive")), "run", "--dlq", dlq, "--stall-seconds", "3"]
-        process = subprocess.Popen(
+        with spawned(
             [*command, "--json", "--health-file", str(path)],
             env=environment,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        try:
+            **PIPED,
+        ) as process:
             wait_for(lambda: age_seconds(path, time.time()) is not None, "a first receive")
             proxy.silence()
             stdout, stderr = process.communicate(timeout=GUARD_SECONDS)
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.communicate()
     assert process.returncode == 1, stderr
     last = json.loads(stderr.strip().splitlines()[-1])  # --json: JSON logs, the error too
     assert last["level"] == "error" and "stalled" in last["message"]

@@ -13,7 +13,7 @@ import pytest
 from botocore.stub import Stubber
 
 from redrive import MoveReport, move_now, start_native_move
-from redrive.report import MoveRow
+from redrive.plan import MoveRow
 from sqsbatch.errors import ConfigError
 from tests.support.redrive import bodies, contents, dead_letter, make_queues
 from tests.support.sqs_helpers import depth

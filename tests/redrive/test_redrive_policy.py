@@ -1,4 +1,4 @@
-"""The redrive daemon's pure decisions: backoff, jitter, routing, verdicts, the token bucket.
+"""The redrive daemon's pure decisions: backoff, jitter, routing, dispositions, the token bucket.
 
 No SQS here: messages are built by hand (`dlq_message`), time is a number, randomness seeded.
 """
@@ -13,11 +13,12 @@ from typing import Any
 import pytest
 
 import redrive
-from redrive.bucket import TokenBucket
+from redrive.daemon import jitter_random
 from redrive.decide import DlqMessage, Kind, decide, read, route
 from redrive.plan import moved_envelope, parked_envelope
-from redrive.policy import BackoffPolicy, jitter_random
-from sqsbatch.envelope import Death, DecodedMessage, Envelope, ErrorInfo
+from redrive.policy import BackoffPolicy
+from sqsbatch._core.envelope import Death, DecodedMessage, Envelope, ErrorInfo
+from sqsbatch._core.rate import TokenBucket
 from sqsbatch.errors import ConfigError
 
 T0 = 1_800_000_000.0
@@ -52,7 +53,7 @@ def dlq_message(
     return DlqMessage(decoded, "receipt", f"sqs-{message_id}", first_received_at, source_arn)
 
 
-def verdict_at(message: DlqMessage, now: float, policy: BackoffPolicy, **kw: Any) -> Any:
+def disposition_at(message: DlqMessage, now: float, policy: BackoffPolicy, **kw: Any) -> Any:
     target = route(message, only_source=kw.pop("only", None), fallback=kw.pop("to", None))
     rng = jitter_random(message.message.id, message.redrives)
     parking = kw.pop("parking", None)
@@ -112,56 +113,56 @@ def test_bad_policy_fails_with_one_line(setting: str, value: Any, says: str) -> 
     assert "\n" not in str(caught.value)
 
 
-# -- the verdicts --------------------------------------------------------------------------------
+# -- the dispositions-----------------------------------------------------------------------------
 
 
 def test_a_message_not_yet_due_is_hidden_until_it_is() -> None:
     policy = BackoffPolicy(base_delay=60, jitter=0)
-    verdict = verdict_at(dlq_message(), T0 + 10, policy)
-    assert verdict.kind is Kind.HIDE
-    assert verdict.hide_seconds == 50
-    assert verdict.due_at == T0 + 60
+    disposition = disposition_at(dlq_message(), T0 + 10, policy)
+    assert disposition.kind is Kind.HIDE
+    assert disposition.hide_seconds == 50
+    assert disposition.due_at == T0 + 60
 
 
 def test_a_due_message_moves_to_its_source() -> None:
     policy = BackoffPolicy(base_delay=60, jitter=0)
-    verdict = verdict_at(dlq_message(redrives=1), T0 + 120, policy)
-    assert (verdict.kind, verdict.target) == (Kind.MOVE, "orders")
+    disposition = disposition_at(dlq_message(redrives=1), T0 + 120, policy)
+    assert (disposition.kind, disposition.target) == (Kind.MOVE, "orders")
 
 
 def test_the_nth_redrive_waits_longer() -> None:
     policy = BackoffPolicy(base_delay=60, factor=2, jitter=0)
-    waits = [verdict_at(dlq_message(redrives=n), T0, policy).hide_seconds for n in range(4)]
+    waits = [disposition_at(dlq_message(redrives=n), T0, policy).hide_seconds for n in range(4)]
     assert waits == [60, 120, 240, 480]
 
 
 def test_hiding_never_passes_the_12h_ceiling_counted_from_the_receive() -> None:
     policy = BackoffPolicy(base_delay=86_400, max_delay=86_400, jitter=0)
-    verdict = verdict_at(dlq_message(), T0, policy, held_for=100.5)
-    assert verdict.kind is Kind.HIDE
-    assert verdict.hide_seconds == 43_200 - 101
+    disposition = disposition_at(dlq_message(), T0, policy, held_for=100.5)
+    assert disposition.kind is Kind.HIDE
+    assert disposition.hide_seconds == 43_200 - 101
 
 
 def test_without_metadata_the_first_receive_in_the_dlq_is_dead_lettered_at() -> None:
     policy = BackoffPolicy(base_delay=60, jitter=0)
     native = dlq_message(source=None, failed_at=None, first_received_at=T0 + 1000)
-    verdict = verdict_at(native, T0 + 1030, policy, only="http://sqs/123/orders")
-    assert (verdict.kind, verdict.hide_seconds) == (Kind.HIDE, 30)
+    disposition = disposition_at(native, T0 + 1030, policy, only="http://sqs/123/orders")
+    assert (disposition.kind, disposition.hide_seconds) == (Kind.HIDE, 30)
 
 
 def test_exhausted_messages_stay_or_park() -> None:
     policy = BackoffPolicy(max_redrives=2, hold_seconds=300)
     spent = dlq_message(redrives=2)
-    stays = verdict_at(spent, T0 + 10**6, policy)
+    stays = disposition_at(spent, T0 + 10**6, policy)
     assert (stays.kind, stays.hide_seconds) == (Kind.EXHAUSTED, 300)
-    parks = verdict_at(spent, T0, policy, parking="parked")
+    parks = disposition_at(spent, T0, policy, parking="parked")
     assert (parks.kind, parks.target) == (Kind.PARK, "parked")
-    assert verdict_at(dlq_message(redrives=1), T0 + 10**6, policy).kind is Kind.MOVE
+    assert disposition_at(dlq_message(redrives=1), T0 + 10**6, policy).kind is Kind.MOVE
 
 
 def test_no_source_and_no_fallback_is_unroutable() -> None:
-    verdict = verdict_at(dlq_message(source=None), T0 + 10**6, BackoffPolicy())
-    assert (verdict.kind, verdict.hide_seconds) == (Kind.UNROUTABLE, 300)
+    disposition = disposition_at(dlq_message(source=None), T0 + 10**6, BackoffPolicy())
+    assert (disposition.kind, disposition.hide_seconds) == (Kind.UNROUTABLE, 300)
 
 
 # -- routing -------------------------------------------------------------------------------------
@@ -252,7 +253,7 @@ def test_the_bucket_never_grants_more_than_rate_times_time_plus_burst() -> None:
     granted, now = 0, 0.0
     # When asked again and again over 20 seconds
     while now < 20.0:
-        granted += bucket.take(3, now)
+        granted += bucket.take(now, 3).count
         now += 0.1
     # Then what went out fits the rate (plus the initial burst of one second's worth)
     assert 5 * 20 <= granted <= 5 * 20 + 5
@@ -260,10 +261,10 @@ def test_the_bucket_never_grants_more_than_rate_times_time_plus_burst() -> None:
 
 def test_the_bucket_says_how_long_until_tokens() -> None:
     bucket = TokenBucket(2, now=0.0)
-    assert bucket.take(10, 0.0) == 2
+    assert bucket.take(0.0, 10).count == 2
     assert bucket.wait_seconds(1, 0.0) == pytest.approx(0.5)
     assert bucket.wait_seconds(3, 0.0) == pytest.approx(1.5)
-    assert bucket.take(1, 0.5) == 1
+    assert bucket.take(0.5, 1).count == 1
 
 
 @pytest.mark.parametrize("rate", [0, -1, float("inf"), True])

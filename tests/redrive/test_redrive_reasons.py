@@ -15,11 +15,11 @@ from redrive.decide import DlqMessage
 from redrive.reasons import Reasons
 from redrive.settings import RedriveSettings
 from sqsbatch import Consumer, ConsumerConfig, MessageBatch, Producer
+from sqsbatch._core.envelope import MOVED_BY_SQS, Death, Envelope, death_reason, decode
 from sqsbatch.cli.app import app
 from sqsbatch.cli.filters import parse_filter
-from sqsbatch.envelope import MOVED_BY_SQS, Death, Envelope, death_reason, decode
+from sqsbatch.dev.server import LocalSqs
 from sqsbatch.errors import ConfigError
-from sqsbatch.local import LocalSqs
 from tests.support.redrive import bodies, dead_letter, make_queues
 from tests.support.sqs_helpers import depth
 

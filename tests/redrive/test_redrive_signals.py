@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import threading
 from collections.abc import Callable
@@ -24,7 +23,8 @@ from typer.testing import CliRunner, Result
 import redrive.manual
 from redrive.daemon import execute as execute_for_real
 from sqsbatch.cli.app import app
-from sqsbatch.local import LocalSqs
+from sqsbatch.dev.server import LocalSqs
+from tests.support.processes import PIPED, spawned
 from tests.support.redrive import dead_letter, make_queues
 from tests.support.silent_proxy import silent_proxy
 from tests.support.sqs_helpers import depth
@@ -116,13 +116,10 @@ def test_a_second_sigint_stops_redrive_run_at_once_with_130(
     with silent_proxy(local_sqs.endpoint_url) as proxy:
         env = {**os.environ, **local_sqs.environment(), "REDRIVE_WAIT_SECONDS": "20"}
         env["AWS_ENDPOINT_URL_SQS"] = proxy.endpoint_url
-        daemon = subprocess.Popen(
-            command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        assert daemon.stderr is not None
-        reader = threading.Thread(target=lambda: lines.extend(daemon.stderr or []), daemon=True)
-        reader.start()
-        try:
+        with spawned(command, env=env, **PIPED) as daemon:
+            assert daemon.stderr is not None
+            reader = threading.Thread(target=lambda: lines.extend(daemon.stderr or []), daemon=True)
+            reader.start()
             wait_for(lambda: depth(sqs, source) > 0, "the daemon moved a message")
             proxy.silence()
             # When it gets SIGINT, says so, and gets SIGINT again
@@ -131,9 +128,6 @@ def test_a_second_sigint_stops_redrive_run_at_once_with_130(
             daemon.send_signal(signal.SIGINT)
             daemon.wait(timeout=30)
             reader.join(10)
-        finally:
-            if daemon.poll() is None:
-                daemon.kill()
     # Then it stopped at once, as `consume` does: exit 130, one line saying what that leaves
     errors = "".join(lines)
     assert daemon.returncode == 130, errors

@@ -27,7 +27,7 @@ from typing import Any
 import aioboto3
 
 from sqsbatch import AsyncConsumer, Consumer, ConsumerConfig, MessageBatch, lambda_handler
-from sqsbatch._botocore import client_config
+from sqsbatch._shell.botocore import client_config
 from sqsbatch.lambda_adapter import LambdaAdapter
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from tests.support.faults import throttled

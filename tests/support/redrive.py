@@ -17,7 +17,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from sqsbatch import create_queue
-from sqsbatch.envelope import Death, Envelope, ErrorInfo
+from sqsbatch._core.envelope import Death, Envelope, ErrorInfo
+from tests.support.faults import ClientProxy
 from tests.support.sqs_helpers import drain
 
 
@@ -138,20 +139,15 @@ class Faulty:
         return call
 
 
-class SerialReceives:
+class SerialReceives(ClientProxy):
     """Proxies `client` with `ReceiveMessage` serialised on a lock shared by several proxies."""
 
     def __init__(self, client: Any, lock: threading.Lock) -> None:
-        self._client = client
+        super().__init__(client)
         self._lock = lock
 
-    def __getattr__(self, op: str) -> Any:
-        target = getattr(self._client, op)
+    def _call(self, op: str, target: Callable[..., Any], params: dict[str, Any]) -> Any:
         if op != "receive_message":
-            return target
-
-        def receive(**params: Any) -> Any:
-            with self._lock:
-                return target(**params)
-
-        return receive
+            return target(**params)
+        with self._lock:
+            return target(**params)

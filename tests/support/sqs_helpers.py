@@ -1,9 +1,25 @@
-"""Looking at queues in tests: depths and contents, through plain boto3 calls."""
+"""Filling queues in tests (sqsbatch's Producer), and looking at them (plain boto3 calls)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from sqsbatch import ConsumerConfig, Producer, create_queue
+
+
+def fill(sqs: Any, name: str, bodies: list[Any], **queue: Any) -> Producer:
+    """Create queue `name` (`queue`: create_queue's options) holding `bodies`, sent 100 a call."""
+    create_queue(name, client=sqs, **queue)
+    producer = Producer(name, client=sqs)
+    for start in range(0, len(bodies), 100):
+        producer.send_batch([{"body": b} for b in bodies[start : start + 100]])
+    return producer
+
+
+def quick(**values: Any) -> ConsumerConfig:
+    """A consumer's settings that close a batch 0.2 s after its first message, `values` on top."""
+    return ConsumerConfig.load(**{"max_batch_timeout": 0.2, **values})
 
 
 def depth(sqs: Any, queue: str) -> int:

@@ -44,7 +44,7 @@ def main(mode: str) -> dict[str, Any]:
 
     # Imported here, after the finder is in place: as a process without the extra would.
     import sqsbatch  # noqa: PLC0415
-    from sqsbatch import tracing  # noqa: PLC0415
+    from sqsbatch._shell import tracing  # noqa: PLC0415
     from tests.support.front_ends import FRONT_ENDS, aio_client  # noqa: PLC0415
 
     sqs = boto3.session.Session().client("sqs")  # the endpoint and keys: from the environment

@@ -1,0 +1,2 @@
+"""What every front end shares and that touches the OS: threads, signals, files, clocks,
+botocore."""

@@ -1,0 +1,1 @@
+"""The long-running pollers and the producers (`sqsbatch/_async`, `sqsbatch/_sync`)."""

@@ -1,0 +1,1 @@
+"""The local SQS endpoint and its moto speed-up (`sqsbatch/dev`)."""

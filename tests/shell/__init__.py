@@ -1,0 +1,1 @@
+"""The shell helpers every front end shares (`sqsbatch/_shell`)."""
