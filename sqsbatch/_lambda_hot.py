@@ -27,7 +27,8 @@ context, per execution environment); the context's remaining time is read at eve
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.lambda_event import (
@@ -39,14 +40,53 @@ from sqsbatch._core.lambda_event import (
 )
 from sqsbatch._core.lambda_records import Arrival, plain_batch
 from sqsbatch._core.ledger import Outcome
+from sqsbatch._core.message import ledger_of
 from sqsbatch._shell import tracing
 from sqsbatch._shell.handler_alarm import run_sync_handler
 
 if TYPE_CHECKING:
+    from sqsbatch._core.message import MessageBatch
+    from sqsbatch._shell.emf_writer import EmfMetrics
     from sqsbatch._sync.door import SyncSqs
-    from sqsbatch.lambda_adapter import LambdaAdapter
 
 __all__ = ["Ran", "Warm", "batch_response", "bulk_checked", "remember_warm"]
+
+
+class Adapter(Protocol):
+    """What the short path needs of the adapter that keeps it (`LambdaAdapter`): its handler,
+    clocks and settings, and its general path's steps after intake."""
+
+    handler: Any
+    _clock: Callable[[], float]
+    _wall_clock: Callable[[], float]
+    _is_async: bool
+    _queues: dict[str, QueueContext]
+    _warm: dict[str, Warm]
+
+    @property
+    def _body_model(self) -> object: ...
+
+    def _process(
+        self,
+        sqs: SyncSqs,
+        batch: MessageBatch,
+        queue: QueueContext,
+        remaining: float | None,
+        *,
+        metrics: EmfMetrics | None,
+        trace: tracing.BatchTrace,
+    ) -> list[str]: ...
+
+    def _settle(
+        self,
+        sqs: SyncSqs,
+        batch: MessageBatch,
+        queue: QueueContext,
+        ran: Ran,
+        *,
+        metrics: EmfMetrics | None,
+        trace: tracing.BatchTrace,
+    ) -> list[str]: ...
 
 
 class Ran(NamedTuple):
@@ -67,7 +107,7 @@ class Warm:
     __slots__ = ("_adapter", "_sqs", "arn", "queue", "url")
 
     def __init__(
-        self, adapter: LambdaAdapter, sqs: SyncSqs, arn: str, url: str, queue: QueueContext
+        self, adapter: Adapter, sqs: SyncSqs, arn: str, url: str, queue: QueueContext
     ) -> None:
         self._adapter = adapter
         self._sqs = sqs
@@ -101,7 +141,7 @@ class Warm:
         budget = handler_budget(config.handler_timeout, remaining)
         started, delivered_at = clock(), wall_clock()
         ended = run_sync_handler(adapter.handler, batch, budget, keep_awaitable=True)
-        ledger = batch._ledger
+        ledger = ledger_of(batch)
         if ended[0] is False and ended[1] is None:  # returned in time
             ledger.seal()
             if ledger.all_acked(Outcome.RETURNED):  # what close_batch decides in bulk
@@ -142,7 +182,7 @@ def bulk_checked(event: object) -> tuple[list[Any], tuple[str, bool, list[str]]]
 
 
 def remember_warm(
-    adapter: LambdaAdapter,
+    adapter: Adapter,
     sqs: SyncSqs,
     parsed: ParsedEvent,
     queue: QueueContext,
