@@ -108,11 +108,10 @@ def test_completions_not_carried_cost_one_batch_write_per_25(
     assert requests.counts == {"BatchWriteItem": 2}
 
 
+@pytest.mark.parametrize("kind", ["moto"])  # dynalite has no transactions (the next test)
 def test_a_duplicate_in_a_batch_costs_one_failed_transaction_and_its_blocker_comes_back(
     client: Any, table: str, clock: FakeClock, kind: str
 ) -> None:
-    if kind == "dynalite":
-        pytest.skip("dynalite has no transactions: each key is its own conditional write")
     sleeps: list[float] = []
     store = DynamoDBStore(table, client=client, clock=clock, sleep=sleeps.append)
     owner = new_owner()
