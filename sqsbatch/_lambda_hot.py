@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from sqsbatch._core.context import QueueContext
+from sqsbatch._core.intake import Screening, nothing_to_take
 from sqsbatch._core.lambda_event import (
     BatchResponse,
     ParsedEvent,
@@ -63,8 +64,7 @@ class Adapter(Protocol):
     _queues: dict[str, QueueContext]
     _warm: dict[str, Warm]
 
-    @property
-    def _body_model(self) -> object: ...
+    def _screening(self, queue: QueueContext) -> Screening: ...
 
     def _process(
         self,
@@ -190,15 +190,15 @@ def remember_warm(
 ) -> None:
     """Keep the hot path for `parsed`'s queue (a plain event's) when the general path has just
     found that nothing applies to its plain events but the handler: the queue's context kept
-    (its lookup did not fail), no metrics, nothing to screen (no `max_message_age`, no
-    `body_model`), a sync handler; else nothing (its invocations take the general path)."""
+    (its lookup did not fail), no metrics, no intake step (`intake.nothing_to_take`: no
+    `max_message_age`, no `body_model`), a sync handler; else nothing (its invocations take
+    the general path)."""
     if (
         parsed.queue_arn in adapter._warm
         or metrics is not None
         or adapter._is_async
         or adapter._queues.get(queue.name) is not queue
-        or queue.config.max_message_age is not None
-        or adapter._body_model is not None
+        or not nothing_to_take(adapter._screening(queue))
     ):
         return
     adapter._warm[parsed.queue_arn] = Warm(adapter, sqs, parsed.queue_arn, parsed.queue_url, queue)

@@ -48,6 +48,7 @@ __all__ = [
     "Screening",
     "Taken",
     "intake",
+    "nothing_to_take",
     "receive",
     "receive_messages",
 ]
@@ -144,6 +145,14 @@ def intake(
             limits=limits,
         )
     return taken
+
+
+def nothing_to_take(screening: Screening | None) -> bool:
+    """Whether `intake` would leave messages that carry no message attributes as they came: no
+    delay hop or deadline can be on them (sqsbatch's attribute is absent) and nothing screens.
+    The Lambda adapter's short path (`sqsbatch._lambda_hot`) runs only then, so a step added
+    to `intake` says here too whether it applies to such messages."""
+    return screening is None or screening.screen.idle
 
 
 def _postpone_early(
