@@ -47,8 +47,9 @@ def _config(dlq: str, **changes: Any) -> ConsumerConfig:
 
 
 def _settling(requests: dict[str, int]) -> dict[str, int]:
-    """The requests that settle: not the start-up lookups, not the receives."""
-    skip = {"get_queue_url", "get_queue_attributes", "receive_message"}
+    """The requests that settle: not the start-up lookups (the queue, its RedrivePolicy, its
+    pause tags), not the receives."""
+    skip = {"get_queue_url", "get_queue_attributes", "list_queue_tags", "receive_message"}
     return {op: n for op, n in sorted(requests.items()) if op not in skip}
 
 
