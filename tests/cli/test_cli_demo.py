@@ -13,7 +13,7 @@ from sqsbatch.cli.demo_story import DemoSettings
 
 EXPECTED = {
     # SQS delivers at least once: an "ok" message may come twice (seen in 2 of 4 full CI runs of
-    # 2026-11-27, on moto, with four receivers in parallel; cause not pinned down), and the demo
+    # 2026-11-27, on moto, with the demo's four slots; cause not pinned down), and the demo
     # calls a second delivery "acked after retries". Where it ends, acked, is what is checked.
     "ok": {"acked", "acked after retries"},
     "flaky": {"acked after retries"},
