@@ -116,9 +116,14 @@ def synthesis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synthesis]:
 @pytest.fixture(scope="session")
 def metrics_synthesis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synthesis]:
     """The stack of METRICS_ON, built as `infra/app.py` builds it (cdk-nag included)."""
-    folder = tmp_path_factory.mktemp("metrics")
+    yield synthesized(tmp_path_factory.mktemp("metrics"), METRICS_ON)
+
+
+def synthesized(folder: Path, toml: str) -> Synthesis:
+    """The stack of `toml` (written to `folder/sqsbatch.toml`), built as `infra/app.py` builds
+    it (cdk-nag included), with no `SQSBATCH_*` variable of the test run in the way."""
     path = folder / "sqsbatch.toml"
-    path.write_text(METRICS_ON)
+    path.write_text(toml)
     with pytest.MonkeyPatch.context() as patch:
         for key in list(os.environ):
             if key.startswith("SQSBATCH_"):
@@ -126,7 +131,7 @@ def metrics_synthesis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synt
         outdir = folder / "cdk.out"
         app, stack = build_app(path, app=App(outdir=str(outdir), context=cdk_context()))
         template = app.synth().get_stack_by_name(stack.stack_name).template
-        yield Synthesis(load_plan(path), template, outdir, stack.stack_name, 0.0)
+        return Synthesis(load_plan(path), template, outdir, stack.stack_name, 0.0)
 
 
 def resources(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:

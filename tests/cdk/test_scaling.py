@@ -4,19 +4,17 @@ a step policy from zero tasks, and scale-in protection on its own cluster's task
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aws_cdk import App
 from cfnlint.api import lint_file
 
-from sqsbatch.cdk import build_app, load_plan
+from sqsbatch.cdk import load_plan
 from sqsbatch.cdk.scaling import WAKE_COOLDOWN, WAKE_EXPRESSION
 from sqsbatch.errors import ConfigError
-from tests.cdk.conftest import Synthesis, cdk_context, resources
+from tests.cdk.conftest import Synthesis, resources, synthesized
 from tests.cdk.test_scanners import run_checkov, template_path
 
 CONSUMER = """
@@ -40,17 +38,7 @@ ecs = { handler = "app:run", min_tasks = 0, max_tasks = 3 }
 def zero(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synthesis]:
     """A Fargate consumer with min_tasks = 0 and scale-in protection off, built as
     `infra/app.py` builds it (cdk-nag included)."""
-    folder = tmp_path_factory.mktemp("zero")
-    path = folder / "sqsbatch.toml"
-    path.write_text(CONSUMER)
-    with pytest.MonkeyPatch.context() as patch:
-        for key in list(os.environ):
-            if key.startswith("SQSBATCH_"):
-                patch.delenv(key)
-        outdir = folder / "cdk.out"
-        app, stack = build_app(path, app=App(outdir=str(outdir), context=cdk_context()))
-        template = app.synth().get_stack_by_name(stack.stack_name).template
-        yield Synthesis(load_plan(path), template, outdir, stack.stack_name, 0.0)
+    yield synthesized(tmp_path_factory.mktemp("zero"), CONSUMER)
 
 
 def policies(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
