@@ -19,9 +19,9 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from sqsbatch._async.flavour import Sleep, counter_lock, default_client, sleep
+from sqsbatch._async.flavour import Sleep, counter_lock, default_client, outside, sleep
 from sqsbatch._core.calls import BatchRun
-from sqsbatch._core.flows import Flow, Pause, batch_calls
+from sqsbatch._core.flows import Flow, Outside, Pause, batch_calls
 from sqsbatch._core.shapes import is_url, queue_name
 from sqsbatch._shell.botocore import BOTOCORE_ERRORS, no_retries_once, translate
 from sqsbatch.errors import SqsBatchError, SqsError
@@ -82,6 +82,14 @@ class AsyncSqs:
                     else:
                         await self._sleep(step.seconds)
                     step = flow.send(None)
+                    continue
+                if isinstance(step, Outside):
+                    try:
+                        answer = await outside(step.call)
+                    except Exception as exc:  # the flow decides what a store's failure means
+                        step = flow.throw(exc)
+                    else:
+                        step = flow.send(answer)
                     continue
                 try:
                     answer = await self.call(step.op, step.params, queue=step.queue)

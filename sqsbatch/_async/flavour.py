@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext, suppress
-from typing import Any, ParamSpec, Protocol
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 from sqsbatch._core.heartbeat import Watch
 from sqsbatch._core.message import MessageBatch, deliveries_of
@@ -43,6 +43,7 @@ __all__ = [
     "default_client",
     "graceful",
     "opened",
+    "outside",
     "sleep",
 ]
 
@@ -54,6 +55,7 @@ tasks send requests side by side for free."""
 log = logging.getLogger("sqsbatch")
 
 P = ParamSpec("P")
+T = TypeVar("T")
 
 
 class AsyncBatchHandler(Protocol):
@@ -120,6 +122,11 @@ def counter_lock() -> AbstractContextManager[object]:
 
 Sleep = Callable[[float], Awaitable[None]]
 sleep: Sleep = asyncio.sleep
+
+
+async def outside(call: Callable[[], T]) -> T:
+    """A blocking call elsewhere (a store, S3), in a worker thread: the loop keeps running."""
+    return await asyncio.to_thread(call)
 
 
 class Flag:

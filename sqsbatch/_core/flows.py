@@ -2,8 +2,9 @@
 
 A flow is a generator. It yields a `Request` (one SQS API call) and is sent SQS's answer back, or
 has the translated `SqsBatchError` thrown in at that `yield`; it yields a `Pause` to wait between
-rounds of retries; it returns what it concluded as a value (counts, refusals, what to log), and
-never logs, sleeps or calls anything itself. The pattern is httpx's `auth_flow`, driven from
+rounds of retries, and an `Outside` for a call elsewhere (an idempotency store, S3); it returns
+what it concluded as a value (counts, refusals, what to log), and never logs, sleeps or calls
+anything itself. The pattern is httpx's `auth_flow`, driven from
 both `sync_auth_flow` and `async_auth_flow`: here exactly two drivers exist,
 `sqsbatch._async.door.AsyncSqs.run` and its generated twin `sqsbatch._sync.door.SyncSqs.run`, and
 every front end (both pollers, the Lambda adapter, the redrive daemon and the manual redrive)
@@ -22,7 +23,7 @@ dataclass, not a frozen one (a third of the cost to make); nothing changes one o
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -48,6 +49,7 @@ __all__ = [
     "Flow",
     "Heartbeat",
     "Line",
+    "Outside",
     "Pause",
     "Postponed",
     "Request",
@@ -74,6 +76,15 @@ class Request:
     """The queue named in a translated error (default: the one in `QueueUrl`)."""
 
 
+@dataclass(slots=True)
+class Outside:
+    """One call to something other than SQS (an idempotency store, S3): the door runs
+    `call()` (the async door in a worker thread) and sends its result back, or throws in what
+    it raised, untranslated. Intake's steps that read or write elsewhere yield one."""
+
+    call: Callable[[], Any]
+
+
 @dataclass(frozen=True)
 class Pause:
     """Wait this long before the next request (backoff between rounds of entry retries)."""
@@ -81,7 +92,7 @@ class Pause:
     seconds: float
 
 
-Flow = Generator[Request | Pause, Any, T]
+Flow = Generator[Request | Outside | Pause, Any, T]
 Line = tuple[int, str]
 """(logging level, text): what a flow found worth logging; the shell logs it."""
 

@@ -20,10 +20,10 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from sqsbatch._core.calls import BatchRun
-from sqsbatch._core.flows import Flow, Pause, batch_calls
+from sqsbatch._core.flows import Flow, Outside, Pause, batch_calls
 from sqsbatch._core.shapes import is_url, queue_name
 from sqsbatch._shell.botocore import BOTOCORE_ERRORS, no_retries_once, translate
-from sqsbatch._sync.flavour import Sleep, counter_lock, default_client, sleep
+from sqsbatch._sync.flavour import Sleep, counter_lock, default_client, outside, sleep
 from sqsbatch.errors import SqsBatchError, SqsError
 
 __all__ = ["SyncSqs", "default_client"]
@@ -82,6 +82,14 @@ class SyncSqs:
                     else:
                         self._sleep(step.seconds)
                     step = flow.send(None)
+                    continue
+                if isinstance(step, Outside):
+                    try:
+                        answer = outside(step.call)
+                    except Exception as exc:  # the flow decides what a store's failure means
+                        step = flow.throw(exc)
+                    else:
+                        step = flow.send(answer)
                     continue
                 try:
                     answer = self.call(step.op, step.params, queue=step.queue)

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, ParamSpec, Protocol
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 from sqsbatch._core.handlers import not_awaited
 from sqsbatch._core.heartbeat import Watch
@@ -42,6 +42,7 @@ __all__ = [
     "default_client",
     "graceful",
     "opened",
+    "outside",
     "sleep",
 ]
 
@@ -53,6 +54,7 @@ on threads, where a second thread costs more in the GIL than it saves on a fast 
 log = logging.getLogger("sqsbatch")
 
 P = ParamSpec("P")
+T = TypeVar("T")
 
 
 class BatchHandler(Protocol):
@@ -112,6 +114,11 @@ def counter_lock() -> AbstractContextManager[object]:
 
 Sleep = Callable[[float], None]
 sleep: Sleep = time.sleep
+
+
+def outside(call: Callable[[], T]) -> T:
+    """A call elsewhere (a store, S3), on this thread."""
+    return call()
 
 
 class Flag:
