@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from sqsbatch._core.context import QueueContext
+from sqsbatch._core.guard import Guard
 from sqsbatch._core.intake import Screening, nothing_to_take
 from sqsbatch._core.lambda_event import (
     BatchResponse,
@@ -65,6 +66,8 @@ class Adapter(Protocol):
     _warm: dict[str, Warm]
 
     def _screening(self, queue: QueueContext) -> Screening: ...
+
+    def _guard_of(self, queue: QueueContext) -> Guard | None: ...
 
     def _process(
         self,
@@ -198,7 +201,7 @@ def remember_warm(
         or metrics is not None
         or adapter._is_async
         or adapter._queues.get(queue.name) is not queue
-        or not nothing_to_take(adapter._screening(queue))
+        or not nothing_to_take(adapter._screening(queue), adapter._guard_of(queue))
     ):
         return
     adapter._warm[parsed.queue_arn] = Warm(adapter, sqs, parsed.queue_arn, parsed.queue_url, queue)

@@ -18,12 +18,14 @@ import math
 import os
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any, Protocol, cast, overload
 
 from sqsbatch._async.flavour import AsyncBatchHandler
 from sqsbatch._core.closing import close_batch, handler_end
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.flows import acked_in_bulk, read_settings, settle, settle_for_lambda
+from sqsbatch._core.guard import Guard, settle_claims
 from sqsbatch._core.handlers import check_handler, is_async_handler
 from sqsbatch._core.holding import overloaded_seconds
 from sqsbatch._core.intake import Screening, intake
@@ -41,6 +43,7 @@ from sqsbatch._lambda_hot import Ran, Warm, bulk_checked, remember_warm
 from sqsbatch._lambda_hot import batch_response as _response
 from sqsbatch._shell import tracing
 from sqsbatch._shell.emf_writer import EmfMetrics, consumer_metrics
+from sqsbatch._shell.guarding import FROM_CONFIG, Idempotency, guard_for, log_line
 from sqsbatch._shell.handler_alarm import run_sync_handler
 from sqsbatch._shell.handler_tasks import run_async_handler, run_returned
 from sqsbatch._sync.door import SyncSqs, default_client
@@ -80,6 +83,7 @@ class LambdaAdapter:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         body_model: Any = None,
+        idempotency: Idempotency = FROM_CONFIG,
     ) -> None:
         check_handler(handler)
         self._body_model = BodyModel(body_model) if body_model is not None else None
@@ -99,6 +103,8 @@ class LambdaAdapter:
         self._screened: Screening | None = None
         self._endpoint_url: list[str | None] = []
         self._warm: dict[str, Warm] = {}  # per queue ARN, its plain events' hot path
+        self._idempotency = idempotency
+        self._guards: dict[str, Guard | None] = {}  # per queue name (docs/idempotency.md)
 
     def __call__(
         self, event: Mapping[str, Any], context: LambdaContext | None = None
@@ -118,7 +124,7 @@ class LambdaAdapter:
         metrics = self._metrics_of(queue)
         if parsed.plain:  # its hot path, once known to apply (`lambda_hot`)
             remember_warm(self, sqs, parsed, queue, metrics)
-        batch = self._intake(sqs, parsed, queue, listed, metrics)
+        batch = self._intake(sqs, parsed, queue, listed, metrics, remaining=_remaining(context))
         try:
             if batch.messages:
                 trace = tracing.start(batch)  # the batch's span, current until `end()`
@@ -149,6 +155,8 @@ class LambdaAdapter:
         queue: QueueContext,
         listed: list[str],
         metrics: EmfMetrics | None,
+        *,
+        remaining: float | None = None,
     ) -> MessageBatch:
         """The core's intake of the records (`_core.intake`): early delay hops re-sent (Lambda
         deletes the originals), records past their deadline or with an invalid body
@@ -159,8 +167,16 @@ class LambdaAdapter:
         arrival = Arrival(parsed, now=now, wall_now=wall_now, visibility_timeout=visibility)
         records = EventRecords(queue.name, parsed, arrival)
         how = self._screening(queue)
+        guard = self._guard_of(queue)
+        if guard is not None and remaining is not None:  # a claim lasts the invocation
+            guard = replace(guard, lambda_deadline=wall_now + remaining)
         flow = intake(
-            records, how, wall_clock=self._wall_clock, for_lambda=True, limits=self._limits
+            records,
+            how,
+            wall_clock=self._wall_clock,
+            for_lambda=True,
+            limits=self._limits,
+            guard=guard,
         )
         taken = sqs.run(flow)
         if metrics is not None and taken.counts:
@@ -172,6 +188,12 @@ class LambdaAdapter:
         if taken.unsent or taken.refused:
             listed += [_item(delivery) for delivery in (*taken.unsent, *taken.refused)]
         return taken.batch
+
+    def _guard_of(self, queue: QueueContext) -> Guard | None:
+        """The queue's idempotency guard (None: none), made once per execution environment."""
+        if queue.name not in self._guards:
+            self._guards[queue.name] = guard_for(self._idempotency, queue.config)
+        return self._guards[queue.name]
 
     def _screening(self, queue: QueueContext) -> Screening:
         """What intake screens this queue's records with (kept while the queue's is kept)."""
@@ -224,6 +246,8 @@ class LambdaAdapter:
         closing = close_batch(
             batch, outcome, error, queue, now=now, wall_now=wall_now, acks_free=not fail
         )
+        if (guard := self._guard_of(queue)) is not None:  # before returning: never carried
+            log_line(sqs.run(settle_claims(guard, batch, closing)))
         if fail:  # Lambda deletes nothing of a failed invocation: its acks are deleted here
             settled = sqs.run(trace.calls(settle(closing, batch, self._limits)))
         elif closing.bulk_ack:  # every record acked: Lambda deletes them, nothing to call
@@ -351,6 +375,7 @@ def lambda_handler(
     client: Any = None,
     limits: SqsLimits = SQS_LIMITS,
     body_model: Any = None,
+    idempotency: Idempotency = FROM_CONFIG,
 ) -> Callable[[AnyHandler], LambdaAdapter]: ...
 def lambda_handler(
     handler: AnyHandler | None = None,
@@ -360,6 +385,7 @@ def lambda_handler(
     client: Any = None,
     limits: SqsLimits = SQS_LIMITS,
     body_model: Any = None,
+    idempotency: Idempotency = FROM_CONFIG,
 ) -> LambdaAdapter | Callable[[AnyHandler], LambdaAdapter]:
     """`@lambda_handler` or `@lambda_handler(config=...)` on `def handler(batch)` or `async def`.
 
@@ -367,12 +393,15 @@ def lambda_handler(
     environment (`SQSBATCH_*`, `sqsbatch.toml`) for the event's queue when not given.
     `body_model` (anything pydantic's `TypeAdapter` accepts) validates each body before the
     handler: an invalid one is dead-lettered with reason `invalid_body`. A bad `body_model`
-    fails here, in one line.
+    fails here, in one line. `idempotency`: a store for the idempotency guard, or None; not
+    given, the settings' `idempotency_table` makes one (docs/idempotency.md).
     """
     checked = BodyModel(body_model) if body_model is not None else None
 
     def wrap(function: AnyHandler) -> LambdaAdapter:
-        adapter = LambdaAdapter(function, config, client=client, limits=limits)
+        adapter = LambdaAdapter(
+            function, config, client=client, limits=limits, idempotency=idempotency
+        )
         adapter._body_model = checked
         return adapter
 

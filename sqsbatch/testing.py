@@ -30,6 +30,7 @@ from sqsbatch._core.closing import failure_of, handler_end
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.entries import Outbound, send_entry
 from sqsbatch._core.envelope import ContentType, Envelope, ErrorInfo
+from sqsbatch._core.guard import Guard, Guarded, settle_claims
 from sqsbatch._core.handlers import check_handler, is_async_handler
 from sqsbatch._core.holding import held, overloaded_seconds
 from sqsbatch._core.intake import Screening, intake
@@ -40,15 +41,17 @@ from sqsbatch._core.receiving import Answer
 from sqsbatch._core.screening import BodyModel, Doomed, Screen, close_screened
 from sqsbatch._core.sending import check_idempotency_key
 from sqsbatch._core.shapes import is_fifo, queue_name
+from sqsbatch._shell.guarding import guard_for
 from sqsbatch._shell.handler_tasks import run_async_handler, run_in_thread, run_returned
 from sqsbatch._sync.door import SyncSqs
 from sqsbatch._sync.flavour import BatchHandler
 from sqsbatch.config import MAX_TTL_SECONDS, ConsumerConfig
 from sqsbatch.errors import MessageError, Overloaded, SqsBatchError
+from sqsbatch.idempotency import Store
 
 __all__ = ["HandlerResult", "MessageResult", "TestMessage", "run_handler", "run_handler_async"]
 
-Fate = Literal["acked", "retried", "dead_lettered", "dropped"]
+Fate = Literal["acked", "retried", "dead_lettered", "dropped", "skipped"]
 _FATES: dict[ActionKind, Fate] = {
     ActionKind.DELETE: "acked",
     ActionKind.HIDE: "retried",
@@ -100,7 +103,9 @@ class MessageResult:
     error: ErrorInfo | None = None
     reason: str | None = None
     """Why it was dead-lettered or dropped: `retries_exhausted`, `expired`, `invalid_body`
-    (screened out before the handler), or the text given `dead_letter(reason)`."""
+    (screened out before the handler), or the text given `dead_letter(reason)`; for a
+    message the idempotency guard kept from the handler, `duplicate` (skipped: acked without
+    the handler) or `claimed` (held: retried after the other claim, no attempt counted)."""
 
 
 @dataclass(frozen=True)
@@ -133,6 +138,11 @@ class HandlerResult:
         """Indexes of the messages deleted after their last failure (no `dead_letter_queue`)."""
         return self._having("dropped")
 
+    @property
+    def skipped(self) -> list[int]:
+        """Indexes of the duplicates the idempotency guard acked without the handler."""
+        return self._having("skipped")
+
     def _having(self, fate: Fate) -> list[int]:
         return [outcome.index for outcome in self.outcomes if outcome.fate == fate]
 
@@ -144,6 +154,7 @@ def run_handler(
     config: ConsumerConfig | None = None,
     queue: str | None = None,
     body_model: Any = None,
+    idempotency: Store | None = None,
 ) -> HandlerResult:
     """Hand `handler` (sync or `async def`) one batch of `messages` and settle it.
 
@@ -156,13 +167,25 @@ def run_handler(
     is dead-lettered with reason `expired`; one whose body fails `body_model` (anything
     pydantic's `TypeAdapter` takes), with reason `invalid_body`. The handler sees the others,
     their bodies validated; it is not called when none is left.
+
+    `idempotency` (a store, e.g. `MemoryStore()`, kept across calls): the consumers' guard. A
+    message whose `idempotency_key` (else `id`) the store has completed is `skipped`; one the
+    store holds claimed is `retried` after that claim, no attempt counted; an acked one is
+    completed in the store, any other released (docs/idempotency.md).
     """
     if is_async_handler(handler):
         _check_no_running_loop()
         return asyncio.run(
-            run_handler_async(handler, messages, config=config, queue=queue, body_model=body_model)
+            run_handler_async(
+                handler,
+                messages,
+                config=config,
+                queue=queue,
+                body_model=body_model,
+                idempotency=idempotency,
+            )
         )
-    run = _Run.start(handler, messages, config, queue, body_model)
+    run = _Run.start(handler, messages, config, queue, body_model, idempotency=idempotency)
     if not run.batch.messages:
         return run.finish(False, None)
     return run.finish(*run_in_thread(handler, run.batch, run.config.handler_timeout))
@@ -175,10 +198,11 @@ async def run_handler_async(
     config: ConsumerConfig | None = None,
     queue: str | None = None,
     body_model: Any = None,
+    idempotency: Store | None = None,
 ) -> HandlerResult:
     """`run_handler` for a test already in an event loop (a sync handler runs in a thread; an
     awaitable it returns is awaited here, as the Lambda adapter awaits it)."""
-    run = _Run.start(handler, messages, config, queue, body_model)
+    run = _Run.start(handler, messages, config, queue, body_model, idempotency=idempotency)
     if not run.batch.messages:
         return run.finish(False, None)
     budget = run.config.handler_timeout
@@ -205,6 +229,7 @@ class _Run:
     """The messages screened out before the handler (expired, invalid body)."""
     positions: list[int] = field(default_factory=list)
     """The index in `messages` of each message of `batch`."""
+    guard: Guard | None = None
 
     @classmethod
     def start(
@@ -214,6 +239,8 @@ class _Run:
         config: ConsumerConfig | None,
         queue: str | None,
         body_model: Any = None,
+        *,
+        idempotency: Store | None = None,
     ) -> _Run:
         check_handler(handler)
         model = BodyModel(body_model) if body_model is not None else None
@@ -229,12 +256,14 @@ class _Run:
         answer = Answer(raw, queue_url=queue, received_at=time.monotonic(), visibility=visibility)
         context = _context(queue, config)
         screening = Screening(context, Screen(config.max_message_age, model))
-        flow = intake(answer, screening, wall_clock=lambda: wall_now)
+        guard = guard_for(idempotency, config)
+        flow = intake(answer, screening, wall_clock=lambda: wall_now, guard=guard)
         taken = SyncSqs(_Accepting()).run(flow)  # the consumers' intake; `queue` is never called
         index = {id(delivery): i for i, delivery in enumerate(answer.all)}
-        run = cls(MessageBatch(queue_name(queue), taken.batch), config, queue)
+        run = cls(MessageBatch(queue_name(queue), taken.batch), config, queue, guard=guard)
         run.positions = [index[id(delivery)] for delivery in taken.batch]
         run.screened = _screened(taken.doomed, index, context, wall_now)
+        run.screened += _guarded(taken.guarded, index)
         return run
 
     def finish(self, timed_out: bool, error: BaseException | None) -> HandlerResult:
@@ -260,6 +289,9 @@ class _Run:
         )
         if isinstance(end.error, Overloaded) and not is_fifo(self.queue):  # as a poller holds it
             actions = held(actions, decisions, overloaded_seconds(end.error))
+        if self.guard is not None:  # acked keys completed, the other claims released
+            kinds = [action.kind for action in actions]
+            SyncSqs(_Accepting()).run(settle_claims(self.guard, self.batch, kinds))
         outcomes = list(self.screened)
         for message, decision, action in zip(self.batch.messages, decisions, actions, strict=True):
             fate = _FATES[action.kind]
@@ -313,6 +345,23 @@ def _screened(
         )
         for i, (item, message) in enumerate(zip(doomed, batch.messages, strict=True))
     ]
+
+
+def _guarded(guarded: Guarded | None, index: Mapping[int, int]) -> list[MessageResult]:
+    """The results of the messages the idempotency guard kept from the handler."""
+    if guarded is None:
+        return []
+    results = [
+        MessageResult(
+            index[id(d)], d.id, d.body, d.attempts, "skipped", None, False, None, "duplicate"
+        )
+        for d in guarded.skipped
+    ]
+    for d, delay in guarded.held:
+        at = index[id(d)]
+        held = MessageResult(at, d.id, d.body, d.attempts, "retried", delay, False, None, "claimed")
+        results.append(held)
+    return results
 
 
 def _checked(messages: Sequence[object], max_batch_size: int) -> list[TestMessage]:

@@ -43,12 +43,13 @@ from sqsbatch._core.batching import BatchWindow
 from sqsbatch._core.closing import Closing, handler_end, settles_behind
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.flows import heartbeat, read_settings, settle
+from sqsbatch._core.guard import extend_claims, settle_claims
 from sqsbatch._core.handlers import check_handler
 from sqsbatch._core.heartbeat import Watch
 from sqsbatch._core.holding import Hold
 from sqsbatch._core.intake import Screening, receive
 from sqsbatch._core.liveness import Liveness
-from sqsbatch._core.message import MessageBatch, _Delivery
+from sqsbatch._core.message import MessageBatch, _Delivery, deliveries_of
 from sqsbatch._core.pause_state import check_pause
 from sqsbatch._core.receivers import Receivers
 from sqsbatch._core.receiving import Assembly, connections_for, is_idle, receive_visibility
@@ -56,6 +57,7 @@ from sqsbatch._core.screening import Screen
 from sqsbatch._shell import tracing
 from sqsbatch._shell.consumer_base import Poller, Running
 from sqsbatch._shell.emf_writer import consumer_metrics
+from sqsbatch._shell.guarding import FROM_CONFIG, Idempotency, flush, log_line
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.errors import ConfigError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
@@ -76,6 +78,8 @@ class AsyncConsumer(Poller):
     with read timeouts that fit the long poll (`sqsbatch._shell.botocore.client_config`).
     `health_file`: a path touched while the poller is alive, for `sqsbatch health`; a directory
     that does not exist or cannot be written is a `ConfigError` here (docs/operations.md).
+    `idempotency`: a store for the idempotency guard, or None; not given, the settings'
+    `idempotency_table` makes one (docs/idempotency.md).
     """
 
     handler: AsyncBatchHandler
@@ -95,6 +99,7 @@ class AsyncConsumer(Poller):
         wall_clock: Callable[[], float] = time.time,
         health_file: str | os.PathLike[str] | None = None,
         body_model: Any = None,
+        idempotency: Idempotency = FROM_CONFIG,
     ) -> None:
         check_handler(handler, is_async=HANDLER_IS_ASYNC)
         self._sqs = AsyncSqs(client)
@@ -110,6 +115,7 @@ class AsyncConsumer(Poller):
             wall_clock=wall_clock,
             health_file=health_file,
             body_model=body_model,
+            idempotency=idempotency,
         )
 
     async def run(self) -> None:
@@ -168,6 +174,7 @@ class AsyncConsumer(Poller):
                 self._stopping.unbind()
                 self._changed.unbind()
                 self._protection.close()
+                flush(self._guard)
                 if self._metrics is not None:
                     self._metrics.flush()
         log.info("consumer of %s stopped: %s", self.queue, self.stats.as_dict())
@@ -275,6 +282,7 @@ class AsyncConsumer(Poller):
             random=self._random,
             limits=self._limits,
             screening=self._screening,
+            guard=self._guard,
         )
         received = await self._sqs.run(flow)
         self._count(received.counts)
@@ -376,6 +384,8 @@ class AsyncConsumer(Poller):
         """The settle calls of a closed batch, in batch calls; then its span ends."""
         trace = running.trace
         try:
+            if self._guard is not None:  # claims completed or released first
+                log_line(await self._sqs.run(settle_claims(self._guard, running.batch, closing)))
             if closing is not None:
                 flow = trace.calls(settle(closing, running.batch, self._limits))
                 started = time.perf_counter()  # the network's time, not the injected clock's
@@ -399,6 +409,10 @@ class AsyncConsumer(Poller):
             limits=self._limits,
         )
         beat = await self._sqs.run(flow)
+        if self._guard is not None:  # the claims follow the visibility
+            now, wall_now = self._clock(), self._wall_clock()
+            claims = extend_claims(self._guard, deliveries_of(batch), now=now, wall_now=wall_now)
+            log_line(await self._sqs.run(claims))
         self._count(beat.counts)
         for level, text in beat.lines:
             log.log(level, "%s", text)

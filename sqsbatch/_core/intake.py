@@ -10,7 +10,9 @@ and `intake` takes them through the same steps, in this order:
    the originals, Lambda deletes what it is not told about;
 3. screen: messages past their deadline or with an invalid body (`screening.screen`) are
    dead-lettered before any handler (`screening.close_screened`, settled by `flows.settle`, or
-   by `flows.settle_for_lambda`).
+   by `flows.settle_for_lambda`);
+4. guard: with an idempotency guard, the keys of what is left are claimed in one store call
+   (`guard.claim`): duplicates of completed keys acked, keys claimed elsewhere held.
 
 A step to come (an idempotency check, a payload fetched from S3, an envelope unwrapped) goes
 in `intake`, once, and every front end takes it. A step reads deliveries; `Arrivals` makes them
@@ -34,6 +36,7 @@ from sqsbatch._core.closing import Closing
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.delays import Uniform, pause_seconds
 from sqsbatch._core.flows import Flow, Line, Request, Settled, postpone, settle, settle_for_lambda
+from sqsbatch._core.guard import Guard, Guarded, claim
 from sqsbatch._core.message import MessageBatch, _Delivery, deliveries_of
 from sqsbatch._core.receiving import Answer, split_deliveries
 from sqsbatch._core.screening import Doomed, Screen, close_screened, screen
@@ -104,7 +107,9 @@ class Taken(Generic[B]):
     doomed: Sequence[Doomed] = ()
     """The messages screened out, each with why (dead-lettered before their handler)."""
     line: Line | None = None
-    """The messages dead-lettered before their handler (`_doomed_line`)."""
+    """The messages dead-lettered before their handler (`_doomed_line`), and the guard's."""
+    guarded: Guarded | None = None
+    """What the idempotency guard did (`guard.claim`), when one is set."""
 
 
 def intake(
@@ -114,9 +119,11 @@ def intake(
     wall_clock: Callable[[], float],
     for_lambda: bool = False,
     limits: SqsLimits = SQS_LIMITS,
+    guard: Guard | None = None,
 ) -> Flow[Taken[B]]:
     """The steps between SQS and the handler, in order (the module's docstring). `for_lambda`:
-    the originals of re-sent hops are left to Lambda, and a copy SQS refused is reported."""
+    the originals of re-sent hops are left to Lambda, and a copy SQS refused is reported.
+    `guard` (it needs `screening`, for its queue): the idempotency claim, step 4."""
     counts: dict[str, int] = {}
     early: Sequence[_Delivery] = ()
     unsent: Sequence[_Delivery] = ()
@@ -129,12 +136,20 @@ def intake(
             delete=not for_lambda,
             limits=limits,
         )
-    if screening is None or (screening.screen.idle and not arrivals.deadlines()):
+    if screening is None or (guard is None and screening.screen.idle and not arrivals.deadlines()):
         batch = arrivals.batch(None, early)  # nothing here can be screened out
         return Taken(batch, counts, len(early), unsent)
     how, context = screening.screen, screening.context
     found = screen(arrivals.deliveries(early), how, wall_now=wall_clock(), queue=context.name)
+    guarded = None
+    if guard is not None:  # step 4: the idempotency claim (`guard.claim`)
+        guarded = yield from claim(
+            guard, found.live, context, wall_now=wall_clock(), for_lambda=for_lambda, limits=limits
+        )
+        found.live = guarded.run
     taken = Taken(arrivals.batch(found.live, early), counts, len(early), unsent)
+    if guarded is not None:
+        _take_guarded(taken, guarded)
     if found.doomed:
         yield from _dead_letter(
             found.doomed,
@@ -147,12 +162,13 @@ def intake(
     return taken
 
 
-def nothing_to_take(screening: Screening | None) -> bool:
+def nothing_to_take(screening: Screening | None, guard: Guard | None = None) -> bool:
     """Whether `intake` would leave messages that carry no message attributes as they came: no
     delay hop or deadline can be on them (sqsbatch's attribute is absent) and nothing screens.
     The Lambda adapter's short path (`sqsbatch._lambda_hot`) runs only then, so a step added
-    to `intake` says here too whether it applies to such messages."""
-    return screening is None or screening.screen.idle
+    to `intake` says here too whether it applies to such messages (an idempotency `guard`
+    applies to every message)."""
+    return guard is None and (screening is None or screening.screen.idle)
 
 
 def _postpone_early(
@@ -188,8 +204,22 @@ def _dead_letter(
     settled = yield from settling(closing, batch, limits)
     taken.doomed = doomed
     taken.counts |= _doomed_counts(settled)
-    taken.line = _doomed_line(batch, closing, settled)
-    taken.refused = [deliveries_of(batch)[index] for index in settled.listed]
+    taken.line = _joined(_doomed_line(batch, closing, settled), taken.line)
+    taken.refused = [*taken.refused, *(deliveries_of(batch)[index] for index in settled.listed)]
+
+
+def _take_guarded(taken: Taken[Any], guarded: Guarded) -> None:
+    """What the guard set apart (duplicates acked, held messages re-sent), into `taken`."""
+    taken.guarded = guarded
+    taken.counts |= guarded.counts
+    taken.line = guarded.line
+    taken.refused = guarded.listed
+
+
+def _joined(line: Line, other: Line | None) -> Line:
+    if other is None:
+        return line
+    return max(line[0], other[0]), f"{line[1]}; {other[1]}"
 
 
 def _doomed_counts(settled: Settled) -> dict[str, int]:
@@ -267,6 +297,7 @@ def receive(
     random: Uniform,
     limits: SqsLimits = SQS_LIMITS,
     screening: Screening | None = None,
+    guard: Guard | None = None,
 ) -> Flow[Received]:
     """A poller's receive: `receive_messages`, then `intake` (early hops postponed; with
     `screening`, messages past their deadline or with an invalid body dead-lettered).
@@ -283,7 +314,7 @@ def receive(
         return _failed(queue, exc, errors, random)
     errors.failures = 0
     answer = Answer(raw, queue_url=queue_url, received_at=received_at, visibility=visibility)
-    taken = yield from intake(answer, screening, wall_clock=wall_clock, limits=limits)
+    taken = yield from intake(answer, screening, wall_clock=wall_clock, limits=limits, guard=guard)
     counts = {"received": len(raw) - taken.early} | taken.counts
     return Received(taken.batch, counts, line=taken.line)
 

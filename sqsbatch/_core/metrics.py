@@ -52,6 +52,7 @@ CONSUMER_METRICS = {
     "handler_timeouts": "HandlerTimeouts",
     "circuit_open": "CircuitOpen",
     "paused_seconds": "PausedSeconds",
+    "duplicates_skipped": "DuplicatesSkipped",
 }
 """A consumer's counters (the names `consumer.stats` uses) and their metric names."""
 

@@ -37,6 +37,7 @@ from sqsbatch._core.receiving import is_idle
 from sqsbatch._core.screening import BodyModel
 from sqsbatch._shell import tracing
 from sqsbatch._shell.emf_writer import EmfMetrics
+from sqsbatch._shell.guarding import FROM_CONFIG, Idempotency, guard_for
 from sqsbatch._shell.health import HealthFile
 from sqsbatch._shell.lifecycle import ConsumerStats
 from sqsbatch._shell.task_protection import TaskProtection
@@ -93,9 +94,11 @@ class Poller:
         wall_clock: Callable[[], float],
         health_file: str | os.PathLike[str] | None,
         body_model: Any,
+        idempotency: Idempotency = FROM_CONFIG,
     ) -> None:
         self._body_model = BodyModel(body_model) if body_model is not None else None
         self.config = config if config is not None else ConsumerConfig.load(queue)
+        self._guard = guard_for(idempotency, self.config, carry=True)  # docs/idempotency.md
         check_dead_letter_queue(queue, self.config.dead_letter_queue)
         self._health = HealthFile(health_file) if health_file is not None else None
         self.queue = queue

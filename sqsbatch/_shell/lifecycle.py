@@ -92,3 +92,4 @@ class ConsumerStats(Counters):
     handler_timeouts: int = 0
     circuit_open: int = 0
     paused_seconds: int = 0
+    duplicates_skipped: int = 0

@@ -40,9 +40,10 @@ OTHER_OUTCOMES = (
     "Dropped",
     "CircuitOpen",
     "PausedSeconds",
+    "DuplicatesSkipped",
 )
 """Counts (unit Count): the outcomes of every received message, what went wrong, and holding
-back (the circuit's openings, seconds paused)."""
+back (the circuit's openings, seconds paused), the idempotency guard's duplicates."""
 REDRIVE_COUNTS = tuple(dict.fromkeys(REDRIVE_METRICS.values()))
 """The redrive daemon's counts, with `QueueName` = the DLQ it drains (the `Reason` values of
 `DeadLettered` are the library's `DEAD_LETTER_REASONS`, imported here)."""
