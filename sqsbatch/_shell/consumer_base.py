@@ -98,7 +98,7 @@ class Poller:
     ) -> None:
         self._body_model = BodyModel(body_model) if body_model is not None else None
         self.config = config if config is not None else ConsumerConfig.load(queue)
-        self._guard = guard_for(idempotency, self.config, carry=True)  # docs/idempotency.md
+        self._guard = guard_for(idempotency, self.config)  # docs/idempotency.md
         check_dead_letter_queue(queue, self.config.dead_letter_queue)
         self._health = HealthFile(health_file) if health_file is not None else None
         self.queue = queue

@@ -28,6 +28,7 @@ import aioboto3
 
 from sqsbatch import AsyncConsumer, Consumer, ConsumerConfig, MessageBatch, lambda_handler
 from sqsbatch._shell.botocore import client_config
+from sqsbatch._shell.guarding import FROM_CONFIG
 from sqsbatch.lambda_adapter import LambdaAdapter
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 from tests.support.faults import throttled
@@ -67,6 +68,7 @@ def run_async(
     body_model: Any = None,
     prepare: Callable[[AsyncConsumer], None] | None = None,
     wall_clock: Callable[[], float] = time.time,
+    idempotency: Any = FROM_CONFIG,
 ) -> AsyncConsumer:
     """An `AsyncConsumer` on an aiobotocore client to `client`'s endpoint, run until idle;
     `prepare` gets it first."""
@@ -81,6 +83,7 @@ def run_async(
                 limits=limits,
                 body_model=body_model,
                 wall_clock=wall_clock,
+                idempotency=idempotency,
             )
             if prepare is not None:
                 prepare(consumer)
@@ -106,6 +109,7 @@ class Run:
     idle_seconds: float
     body_model: Any
     wall_clock: Callable[[], float] = time.time
+    idempotency: Any = FROM_CONFIG
 
 
 class FrontEnd:
@@ -124,11 +128,12 @@ class FrontEnd:
         idle_seconds: float = 1.0,
         body_model: Any = None,
         wall_clock: Callable[[], float] = time.time,
+        idempotency: Any = FROM_CONFIG,
     ) -> None:
         """Run `script` on `queue` until nothing arrives for `idle_seconds` and nothing is in
-        flight (with SQS's ceilings as `limits` say, bodies validated by `body_model`, and the
-        time of day as `wall_clock` tells it)."""
-        how = Run(limits, idle_seconds, body_model, wall_clock)
+        flight (with SQS's ceilings as `limits` say, bodies validated by `body_model`, the
+        time of day as `wall_clock` tells it, and the idempotency guard's store)."""
+        how = Run(limits, idle_seconds, body_model, wall_clock, idempotency)
         self._run(queue, script, config, client, how)
 
     def _run(
@@ -151,6 +156,7 @@ class SyncFrontEnd(FrontEnd):
             limits=how.limits,
             body_model=how.body_model,
             wall_clock=how.wall_clock,
+            idempotency=how.idempotency,
         )
         consumer.run_until_idle(how.idle_seconds)
 
@@ -170,6 +176,7 @@ class AsyncFrontEnd(FrontEnd):
             idle_seconds=how.idle_seconds,
             body_model=how.body_model,
             wall_clock=how.wall_clock,
+            idempotency=how.idempotency,
         )
 
 
@@ -188,7 +195,11 @@ class LambdaFrontEnd(FrontEnd):
         handler = as_async(script) if self.async_handler else script
         if how.wall_clock is time.time:  # the public decorator, as users write it
             wrap = lambda_handler(
-                config=config, client=client, limits=how.limits, body_model=how.body_model
+                config=config,
+                client=client,
+                limits=how.limits,
+                body_model=how.body_model,
+                idempotency=how.idempotency,
             )
             function = wrap(handler)
         else:  # what the decorator makes, with another clock
@@ -199,6 +210,7 @@ class LambdaFrontEnd(FrontEnd):
                 limits=how.limits,
                 body_model=how.body_model,
                 wall_clock=how.wall_clock,
+                idempotency=how.idempotency,
             )
         mapping = EventSourceMapping(
             client, queue, batch_size=config.max_batch_size, window=config.max_batch_timeout

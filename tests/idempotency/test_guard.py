@@ -1,0 +1,232 @@
+"""The idempotency guard on every front end (issue 29): the sync and async pollers and the
+Lambda adapter (sync and async handler) against the local SQS, with a `DynamoDBStore` on moto's
+DynamoDB and on dynalite. `sqsbatch.testing`'s guard is in test_guard_testing.py; the pure
+steps in tests/core/test_guard.py."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from sqsbatch import ConsumerConfig, MessageBatch, Producer, create_queue
+from sqsbatch.idempotency import DynamoDBStore, MemoryStore, Store
+from sqsbatch.lambda_adapter import LambdaAdapter
+from tests.idempotency.conftest import create_table, dynamodb_client
+from tests.support.front_ends import (
+    FRONT_ENDS,
+    EventSourceMapping,
+    FakeContext,
+    FrontEnd,
+    as_async,
+)
+from tests.support.pollers import POLLERS, Background
+from tests.support.sqs_helpers import depth
+from tests.support.waiting import wait_for
+
+CONFIG = ConsumerConfig(max_batch_size=10, max_batch_timeout=0.3, max_retries=2)
+STORES = ["moto", "dynalite"]
+
+
+@pytest.fixture(params=STORES)
+def store(request: pytest.FixtureRequest) -> Store:
+    """A `DynamoDBStore` on a fresh table of moto's DynamoDB or of dynalite (the real clock)."""
+    if request.param == "moto":
+        endpoint = request.getfixturevalue("local_sqs").endpoint_url
+    else:
+        endpoint = request.getfixturevalue("dynalite_endpoint")
+    table = create_table(dynamodb_client(endpoint))
+    return DynamoDBStore(table, client=dynamodb_client(endpoint))
+
+
+class Calls:
+    """The handler: counts each message's key, acks all, or dead-letters the `failing` bodies."""
+
+    def __init__(self, failing: frozenset[str] = frozenset()) -> None:
+        self.keys: Counter[str] = Counter()
+        self.failing = failing
+        self._lock = threading.Lock()
+
+    def __call__(self, batch: MessageBatch) -> None:
+        for message in batch.messages:
+            with self._lock:
+                self.keys[message.idempotency_key] += 1
+            if str(message.body) in self.failing:
+                message.dead_letter("failed")
+            else:
+                message.ack()
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS, ids=lambda f: f.name)
+def test_a_completed_messages_copy_is_acked_without_the_handler(
+    front_end: FrontEnd, store: Store, sqs: Any, name: str
+) -> None:
+    # Given a message consumed once (its key completed)
+    create_queue(name, client=sqs)
+    producer = Producer(name, client=sqs)
+    producer.send("first", idempotency_key="order-1")
+    calls = Calls()
+    front_end.consume(name, calls, CONFIG, sqs, idempotency=store)
+    assert calls.keys == {"order-1": 1}
+    # When a copy of it comes (a producer's second send) beside new work
+    producer.send("again", idempotency_key="order-1")
+    producer.send("new", idempotency_key="order-2")
+    front_end.consume(name, calls, CONFIG, sqs, idempotency=store)
+    # Then the copy is acked without the handler, and the new work runs
+    assert calls.keys == {"order-1": 1, "order-2": 1}
+    assert depth(sqs, name) == 0
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS, ids=lambda f: f.name)
+def test_a_redriven_completed_message_is_skipped_and_a_failed_one_runs(
+    front_end: FrontEnd, store: Store, sqs: Any, name: str
+) -> None:
+    # Given two messages dead-lettered, redriven by a redrive killed between its sends and its
+    # deletes (the DLQ keeps its copies), then one acked (completed) and one dead-lettered again
+    dlq = f"{name}-dlq"
+    create_queue(name, dead_letter_queue=dlq, max_retries=2, client=sqs)
+    producer = Producer(name, client=sqs)
+    producer.send("done", idempotency_key="k-done")
+    producer.send("failed", idempotency_key="k-failed")
+    front_end.consume(name, Calls(failing=frozenset({"done", "failed"})), CONFIG, sqs)
+    copy_all(sqs, dlq, name)
+    front_end.consume(name, Calls(failing=frozenset({"failed"})), CONFIG, sqs, idempotency=store)
+    # When the DLQ's copies are redriven again
+    copy_all(sqs, dlq, name)
+    again = Calls()
+    front_end.consume(name, again, CONFIG, sqs, idempotency=store)
+    # Then the completed one is skipped, the failed one runs
+    assert again.keys == {"k-failed": 1}
+    assert depth(sqs, name) == 0
+
+
+def copy_all(sqs: Any, source: str, target: str) -> None:
+    """What a redrive sends: each message of `source` (one copy per body) as it is, body and
+    attributes, into `target`; the originals stay (a redrive killed before its deletes)."""
+    source_url = sqs.get_queue_url(QueueName=source)["QueueUrl"]
+    target_url = sqs.get_queue_url(QueueName=target)["QueueUrl"]
+    bodies: set[str] = set()
+    receipts: list[str] = []
+    while messages := sqs.receive_message(
+        QueueUrl=source_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"]
+    ).get("Messages", []):
+        for message in messages:
+            receipts.append(message["ReceiptHandle"])
+            if message["Body"] not in bodies:
+                bodies.add(message["Body"])
+                sqs.send_message(
+                    QueueUrl=target_url,
+                    MessageBody=message["Body"],
+                    MessageAttributes=message.get("MessageAttributes", {}),
+                )
+    for receipt in receipts:  # the originals stay, visible again
+        sqs.change_message_visibility(
+            QueueUrl=source_url, ReceiptHandle=receipt, VisibilityTimeout=0
+        )
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS, ids=lambda f: f.name)
+def test_an_unreachable_store_retries_the_batch_and_skips_nothing(
+    front_end: FrontEnd,
+    sqs: Any,
+    name: str,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a table nobody answers for (connection refused), with the store's own client
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:9")
+    down = DynamoDBStore("orders-idem")
+    create_queue(name, client=sqs)
+    Producer(name, client=sqs).send_batch([{"body": "a"}, {"body": "b"}])
+    calls = Calls()
+    # When a front end takes the messages in
+    with caplog.at_level(logging.WARNING, logger="sqsbatch"):
+        front_end.consume(name, calls, CONFIG, sqs, idempotency=down, idle_seconds=0.5)
+    # Then no handler ran, nothing was acked or dead-lettered: both come back, and it is logged
+    assert calls.keys == {}
+    assert depth(sqs, name) == 2
+    lines = [r.getMessage() for r in caplog.records if "idempotency store unreachable" in r.message]
+    assert lines and name in lines[0] and "2 messages" in lines[0]
+
+
+@pytest.mark.parametrize("async_handler", [False, True], ids=["lambda", "lambda-async"])
+def test_a_short_lambda_remaining_time_bounds_the_claim(
+    async_handler: bool, store: Store, sqs: Any, name: str
+) -> None:
+    # Given an invocation with 4 s left
+    create_queue(name, client=sqs)
+    Producer(name, client=sqs).send("work", idempotency_key="order-9")
+    seen: list[float] = []
+
+    def handle(batch: MessageBatch) -> None:
+        seen.append(store.read(["order-9"])["order-9"].expires - time.time())
+
+    handler = as_async(handle) if async_handler else handle
+    function = LambdaAdapter(handler, CONFIG, client=sqs, idempotency=store)
+    mapping = EventSourceMapping(sqs, name)
+    try:
+        messages = mapping.receive(wait_seconds=1)
+        response = function(mapping.event(messages), FakeContext(timeout_seconds=4.0))
+    finally:
+        function.close()
+    # Then the claim the handler ran under ends with the invocation, not with the visibility
+    assert response == {"batchItemFailures": []}
+    assert len(seen) == 1 and 0 < seen[0] <= 4.0
+    assert store.read(["order-9"])["order-9"].state == "completed"
+
+
+@pytest.mark.parametrize("kind", POLLERS)
+def test_a_claim_left_by_a_dead_consumer_is_taken_over_once_it_lapses(
+    kind: str, store: Store, sqs: Any, name: str
+) -> None:
+    # Given a key claimed for 2 more seconds by a consumer that died
+    store.claim(["order-5"], owner="dead-consumer", expires=time.time() + 2)
+    create_queue(name, client=sqs)
+    Producer(name, client=sqs).send("work", idempotency_key="order-5")
+    calls = Calls()
+    poller = Background(kind, name, calls, CONFIG, sqs, idempotency=store).start()
+    try:
+        # When the poller gets the message: held until the claim lapses, then run
+        wait_for(lambda: calls.keys["order-5"] == 1, "the handler ran once the claim lapsed")
+        wait_for(lambda: depth(sqs, name) == 0, "the message was acked")
+    finally:
+        poller.stop()
+    assert poller.error is None
+    stats = poller.poller.stats
+    assert stats.retried >= 1 and stats.duplicates_skipped == 0
+    assert store.read(["order-5"])["order-5"].state == "completed"
+
+
+@pytest.mark.parametrize("kinds", [("sync", "sync"), ("sync", "async")], ids="+".join)
+@pytest.mark.parametrize("where", ["dynalite", "memory"])
+def test_one_key_sent_twice_to_two_pollers_at_once_runs_once(
+    kinds: tuple[str, str], where: str, sqs: Any, name: str, request: pytest.FixtureRequest
+) -> None:
+    """moto's server is not thread-safe (two transactions interleave in it): the race runs on
+    dynalite and the memory store, as tests/idempotency/test_stores.py's does."""
+    if where == "dynalite":
+        endpoint = request.getfixturevalue("dynalite_endpoint")
+        shared: Store = DynamoDBStore(
+            create_table(dynamodb_client(endpoint)), client=dynamodb_client(endpoint)
+        )
+    else:
+        shared = MemoryStore()
+    create_queue(name, client=sqs)
+    Producer(name, client=sqs).send_batch(
+        [{"body": n, "idempotency_key": "order-7"} for n in ("one", "two")]
+    )
+    calls = Calls()
+    config = ConsumerConfig(max_batch_size=1, max_batch_timeout=0.1, visibility_timeout=3)
+    pollers = [Background(k, name, calls, config, sqs, idempotency=shared).start() for k in kinds]
+    try:
+        skipped = lambda: sum(p.poller.stats.duplicates_skipped for p in pollers)  # noqa: E731
+        wait_for(lambda: skipped() == 1, "the second copy was skipped")
+        wait_for(lambda: depth(sqs, name) == 0, "both copies were acked")
+    finally:
+        for poller in pollers:
+            poller.stop()
+    assert calls.keys == {"order-7": 1}
