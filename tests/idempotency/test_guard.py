@@ -223,10 +223,13 @@ def test_one_key_sent_twice_to_two_pollers_at_once_runs_once(
     config = ConsumerConfig(max_batch_size=1, max_batch_timeout=0.1, visibility_timeout=3)
     pollers = [Background(k, name, calls, config, sqs, idempotency=shared).start() for k in kinds]
     try:
-        skipped = lambda: sum(p.poller.stats.duplicates_skipped for p in pollers)  # noqa: E731
-        wait_for(lambda: skipped() == 1, "the second copy was skipped")
+        wait_for(lambda: skipped(pollers) == 1, "the second copy was skipped")
         wait_for(lambda: depth(sqs, name) == 0, "both copies were acked")
     finally:
         for poller in pollers:
             poller.stop()
     assert calls.keys == {"order-7": 1}
+
+
+def skipped(pollers: list[Background]) -> int:
+    return sum(poller.poller.stats.duplicates_skipped for poller in pollers)
