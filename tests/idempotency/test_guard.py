@@ -233,3 +233,24 @@ def test_one_key_sent_twice_to_two_pollers_at_once_runs_once(
 
 def skipped(pollers: list[Background]) -> int:
     return sum(poller.poller.stats.duplicates_skipped for poller in pollers)
+
+
+def test_a_warm_lambda_with_a_guard_skips_a_plain_records_redelivery(
+    store: Store, sqs: Any, name: str
+) -> None:
+    """A plain record (no message attributes) would take the adapter's short path once warm;
+    with a guard it never does (`intake.nothing_to_take`): its redelivery is skipped."""
+    url = create_queue(name, client=sqs)
+    sqs.send_message(QueueUrl=url, MessageBody="plain")
+    calls = Calls()
+    function = LambdaAdapter(calls, CONFIG, client=sqs, idempotency=store)
+    mapping = EventSourceMapping(sqs, name)
+    event = mapping.event(mapping.receive(wait_seconds=1))
+    try:
+        first = function(event, FakeContext())
+        again = function(event, FakeContext())  # the same records, delivered again
+    finally:
+        function.close()
+    assert first == again == {"batchItemFailures": []}
+    assert sum(calls.keys.values()) == 1
+    assert function._warm == {}
