@@ -16,7 +16,7 @@ import pytest
 from sqsbatch import ConsumerConfig, MessageBatch, Producer, create_queue
 from sqsbatch.idempotency import DynamoDBStore, MemoryStore, Store
 from sqsbatch.lambda_adapter import LambdaAdapter
-from tests.idempotency.conftest import create_table, dynamodb_client
+from tests.idempotency.conftest import FakeClock, create_table, dynamodb_client
 from tests.support.front_ends import (
     FRONT_ENDS,
     EventSourceMapping,
@@ -33,14 +33,20 @@ STORES = ["moto", "dynalite"]
 
 
 @pytest.fixture(params=STORES)
-def store(request: pytest.FixtureRequest) -> Store:
-    """A `DynamoDBStore` on a fresh table of moto's DynamoDB or of dynalite (the real clock)."""
+def table(request: pytest.FixtureRequest) -> tuple[str, str]:
+    """(endpoint, name) of a fresh table on moto's DynamoDB or on dynalite."""
     if request.param == "moto":
         endpoint = request.getfixturevalue("local_sqs").endpoint_url
     else:
         endpoint = request.getfixturevalue("dynalite_endpoint")
-    table = create_table(dynamodb_client(endpoint))
-    return DynamoDBStore(table, client=dynamodb_client(endpoint))
+    return endpoint, create_table(dynamodb_client(endpoint))
+
+
+@pytest.fixture
+def store(table: tuple[str, str]) -> Store:
+    """A `DynamoDBStore` on that table (the real clock)."""
+    endpoint, name = table
+    return DynamoDBStore(name, client=dynamodb_client(endpoint))
 
 
 class Calls:
@@ -181,23 +187,28 @@ def test_a_short_lambda_remaining_time_bounds_the_claim(
 
 @pytest.mark.parametrize("kind", POLLERS)
 def test_a_claim_left_by_a_dead_consumer_is_taken_over_once_it_lapses(
-    kind: str, store: Store, sqs: Any, name: str
+    kind: str, table: tuple[str, str], sqs: Any, name: str
 ) -> None:
-    # Given a key claimed for 2 more seconds by a consumer that died
-    store.claim(["order-5"], owner="dead-consumer", expires=time.time() + 2)
+    # Given a key claimed for 2 more seconds (of a clock the test moves) by a consumer that died
+    clock = FakeClock(time.time())
+    store = DynamoDBStore(table[1], client=dynamodb_client(table[0]), clock=clock)
+    store.claim(["order-5"], owner="dead-consumer", expires=clock() + 2)
     create_queue(name, client=sqs)
     Producer(name, client=sqs).send("work", idempotency_key="order-5")
     calls = Calls()
-    poller = Background(kind, name, calls, CONFIG, sqs, idempotency=store).start()
+    poller = Background(kind, name, calls, CONFIG, sqs, idempotency=store, wall_clock=clock)
+    poller.start()
     try:
-        # When the poller gets the message: held until the claim lapses, then run
+        # When the poller gets the message: held (re-sent, due in 2 s), not run
+        wait_for(lambda: poller.poller.stats.retried == 1, "the message was held")
+        assert calls.keys == {}
+        clock.advance(3)  # the claim lapses
+        # Then its copy runs once it is due
         wait_for(lambda: calls.keys["order-5"] == 1, "the handler ran once the claim lapsed")
         wait_for(lambda: depth(sqs, name) == 0, "the message was acked")
     finally:
         poller.stop()
-    assert poller.error is None
-    stats = poller.poller.stats
-    assert stats.retried >= 1 and stats.duplicates_skipped == 0
+    assert poller.error is None and poller.poller.stats.duplicates_skipped == 0
     assert store.read(["order-5"])["order-5"].state == "completed"
 
 
