@@ -3,7 +3,10 @@
     .venv/bin/python bench/crash.py [--messages 500] [--kills 10] [--pollers sync async]
         [--concurrency 4] [--handler-sleep 0.5] [--life 0.5 4] [--seed 1]
 
-Full figures: `--messages 5000 --kills 50`.
+Full figures: `--messages 5000 --kills 50`. `--idempotency`: the pollers run the idempotency
+guard (docs/idempotency.md) on a table of the local server's DynamoDB (`SQSBATCH_IDEMPOTENCY_TABLE`,
+as the table's stack sets it): a duplicate is then a message killed between its handler's side
+effect and its completion, never a copy of a completed one.
 
 For each poller (`sqsbatch consume`, with `--async` for the AsyncConsumer), a fresh queue with a
 DLQ (RedrivePolicy maxReceiveCount 21) on a local SQS (bench/_local.py, its own process). Then
@@ -36,6 +39,7 @@ from typing import Any
 
 from _ledger import Tally, count_queue, fill, read_ledger, sqs_client
 from _local import command, local_sqs
+from idempotency_cost import client_for, new_table
 
 import sqsbatch
 from sqsbatch import create_queue
@@ -99,6 +103,9 @@ def kill_loop(args: argparse.Namespace, endpoint: str, poller: str, work: Path) 
     dlq_url = client.get_queue_url(QueueName=f"{queue}-dlq")["QueueUrl"]
     ledger = str(work / f"{queue}.ledger")
     env = environment(ledger, args.handler_sleep)
+    if args.idempotency:  # the guard, as the settings turn it on
+        env["SQSBATCH_IDEMPOTENCY_TABLE"] = new_table(client_for(endpoint))
+        env["AWS_ENDPOINT_URL_DYNAMODB"] = endpoint
     chooser = random.Random(args.seed)
     wave = -(-args.messages // args.kills)
     kills = Kills()
@@ -164,6 +171,7 @@ def main() -> None:
         "--life", type=float, nargs=2, default=[0.5, 4.0], help="kill after U(a, b) s"
     )
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--idempotency", action="store_true", help="with the guard (DynamoDB)")
     args = parser.parse_args()
     with local_sqs(SERVER_LIFETIME_SECONDS) as server, tempfile.TemporaryDirectory() as work:
         print(server.versions("sqsbatch", "boto3", "aioboto3", "moto"))

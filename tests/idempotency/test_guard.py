@@ -265,3 +265,27 @@ def test_a_warm_lambda_with_a_guard_skips_a_plain_records_redelivery(
     assert first == again == {"batchItemFailures": []}
     assert sum(calls.keys.values()) == 1
     assert function._warm == {}
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS, ids=lambda f: f.name)
+def test_fifo_a_skipped_duplicate_keeps_its_groups_order(
+    front_end: FrontEnd, store: Store, sqs: Any, name: str
+) -> None:
+    # Given a FIFO group whose first message is a copy of completed work
+    queue = f"{name[:60]}.fifo"
+    create_queue(queue, client=sqs)
+    store.complete(["k1"], owner="earlier", ttl_seconds=600)
+    producer = Producer(queue, client=sqs)
+    for n, key in enumerate(["k1", "k2", "k3"]):
+        producer.send(f"m{n}", group_id="g", deduplication_id=f"d{n}", idempotency_key=key)
+    seen: list[str] = []
+    front_end.consume(
+        queue,
+        lambda b: seen.extend(m.idempotency_key for m in b.messages),
+        CONFIG,
+        sqs,
+        idempotency=store,
+    )
+    # Then the copy is acked without the handler, and the rest of its group runs, in order
+    assert seen == ["k2", "k3"]
+    assert depth(sqs, queue) == 0
