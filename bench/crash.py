@@ -4,8 +4,9 @@
         [--concurrency 4] [--handler-sleep 0.5] [--life 0.5 4] [--seed 1]
 
 Full figures: `--messages 5000 --kills 50`. `--idempotency`: the pollers run the idempotency
-guard (docs/idempotency.md) on a table of the local server's DynamoDB (`SQSBATCH_IDEMPOTENCY_TABLE`,
-as the table's stack sets it): a duplicate is then a message killed between its handler's side
+guard (docs/idempotency.md) on a table of dynalite (tests/dynalite; `SQSBATCH_IDEMPOTENCY_TABLE`,
+as the table's stack sets it; not moto's DynamoDB, whose server lets two concurrent
+transactions interleave): a duplicate is then a message killed between its handler's side
 effect and its completion, never a copy of a completed one.
 
 For each poller (`sqsbatch consume`, with `--async` for the AsyncConsumer), a fresh queue with a
@@ -33,6 +34,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,7 +93,9 @@ def wait_visible(client: Any, url: str) -> None:
         time.sleep(0.2)
 
 
-def kill_loop(args: argparse.Namespace, endpoint: str, poller: str, work: Path) -> Tally:
+def kill_loop(
+    args: argparse.Namespace, endpoint: str, poller: str, work: Path, table_at: str | None
+) -> Tally:
     client = sqs_client(endpoint)
     queue = f"crash-{poller}-{time.monotonic_ns()}"
     url = create_queue(
@@ -103,9 +108,9 @@ def kill_loop(args: argparse.Namespace, endpoint: str, poller: str, work: Path) 
     dlq_url = client.get_queue_url(QueueName=f"{queue}-dlq")["QueueUrl"]
     ledger = str(work / f"{queue}.ledger")
     env = environment(ledger, args.handler_sleep)
-    if args.idempotency:  # the guard, as the settings turn it on
-        env["SQSBATCH_IDEMPOTENCY_TABLE"] = new_table(client_for(endpoint))
-        env["AWS_ENDPOINT_URL_DYNAMODB"] = endpoint
+    if table_at is not None:  # the guard, as the settings turn it on
+        env["SQSBATCH_IDEMPOTENCY_TABLE"] = new_table(client_for(table_at))
+        env["AWS_ENDPOINT_URL_DYNAMODB"] = table_at
     chooser = random.Random(args.seed)
     wave = -(-args.messages // args.kills)
     kills = Kills()
@@ -173,12 +178,35 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--idempotency", action="store_true", help="with the guard (DynamoDB)")
     args = parser.parse_args()
-    with local_sqs(SERVER_LIFETIME_SECONDS) as server, tempfile.TemporaryDirectory() as work:
+    with (
+        local_sqs(SERVER_LIFETIME_SECONDS) as server,
+        tempfile.TemporaryDirectory() as work,
+        _dynalite(args.idempotency) as table_at,
+    ):
         print(server.versions("sqsbatch", "boto3", "aioboto3", "moto"))
         print(f"sqsbatch from {Path(sqsbatch.__file__).parent}; local SQS at {server.endpoint}")
-        tallies = [kill_loop(args, server.endpoint, poller, Path(work)) for poller in args.pollers]
+        tallies = [
+            kill_loop(args, server.endpoint, poller, Path(work), table_at)
+            for poller in args.pollers
+        ]
     print(f"\nlost in all: {sum(len(t.lost) for t in tallies)}")
     print(f"command: {command()}")
+
+
+@contextmanager
+def _dynalite(wanted: bool) -> Iterator[str | None]:
+    """dynalite's endpoint while the block runs (None: no guard wanted)."""
+    if not wanted:
+        yield None
+        return
+    sys.path.insert(0, str(HERE.parent))
+    from tests.support import dynalite  # noqa: PLC0415
+
+    reason = dynalite.missing()
+    if reason is not None:
+        raise SystemExit(reason)
+    with dynalite.Dynalite() as node:
+        yield node.endpoint_url
 
 
 if __name__ == "__main__":
