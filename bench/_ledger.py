@@ -173,15 +173,15 @@ def count_queue(
     settle_seconds: float = 120.0,
     seen: list[dict[str, Any]] | None = None,
 ) -> Counter[int]:
-    """Ids in the queue: waits until nothing is in flight, then receives everything once.
+    """Ids in the queue: waits until nothing is in flight or delayed (a re-sent copy), then
+    receives everything once.
 
     `seen`, when given, gets each message as ReceiveMessage returned it (all attributes)."""
     ends = time.monotonic() + settle_seconds
     while time.monotonic() < ends:
-        attributes = client.get_queue_attributes(
-            QueueUrl=url, AttributeNames=["ApproximateNumberOfMessagesNotVisible"]
-        )["Attributes"]
-        if int(attributes["ApproximateNumberOfMessagesNotVisible"]) == 0:
+        names = ["ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"]
+        attributes = client.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+        if all(int(attributes[name]) == 0 for name in names):
             break
         time.sleep(0.5)
     found: Counter[int] = Counter()
