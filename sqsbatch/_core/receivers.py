@@ -9,9 +9,9 @@ is evidence of a backlog and lets one more free slot start receiving; a short on
 allowance back by one, so an empty queue costs one long poll at a time whatever
 `max_concurrency` is. A receiver asks only for what its own window can take, so nothing is
 prefetched and later released. On a FIFO queue a window split by group (`_core.groups`) leaves
-batches `waiting` for a slot: free slots start on them before any new receiver does; and there
-(`by_group`) a receive that got anything counts as full: it is the groups in flight, not an
-empty queue, that cut a FIFO receive short, and each batch settled frees its group's next
+batches `waiting` for a slot: free slots start on them before any new receiver does. On a FIFO
+queue (`fifo`) a receive that got anything counts as full: it is the groups in flight, not an
+empty queue, that cut a FIFO receive short, and each batch settled frees its groups' next
 messages for the slot's next receive.
 
 Pure: no clock, no I/O, no lock; the shells hold it under their lock and execute what it says.
@@ -34,7 +34,7 @@ class Receivers:
     receiving: int = 0
     handling: int = 0
     waiting: int = 0
-    by_group: bool = False
+    fifo: bool = False
 
     @property
     def in_flight(self) -> int:
@@ -74,7 +74,7 @@ class Receivers:
     def received(self, *, got: int, asked: int) -> bool:
         """Record one receive; True when its receiver is now surplus (more receivers than the
         allowance), so it ends unless its window already holds messages."""
-        if got >= asked or (self.by_group and got > 0):
+        if got >= asked or (self.fifo and got > 0):
             self.allowed = min(self.slots, self.allowed + 1)
         else:
             self.allowed = max(1, self.allowed - 1)

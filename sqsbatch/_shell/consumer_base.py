@@ -224,8 +224,7 @@ class Poller:
 
     def _new_slots(self, context: QueueContext) -> None:
         """A run's slots, none in use, no batch waiting."""
-        by_group = splits_groups(fifo=context.fifo, fifo_batches=self.config.fifo_batches)
-        self._receivers = Receivers(self.config.max_concurrency, by_group=by_group)
+        self._receivers = Receivers(self.config.max_concurrency, fifo=context.fifo)
         self._waiting = Waiting()
 
     def _by_group(self, deliveries: list[_Delivery], probe: bool) -> list[_Delivery]:

@@ -72,7 +72,7 @@ def test_only_a_fifo_queue_by_group_splits(
 
 def test_free_slots_start_on_waiting_batches_before_any_new_receiver() -> None:
     # Given 4 slots, one receiving, whose window held 4 groups
-    receivers = Receivers(4, by_group=True)
+    receivers = Receivers(4, fifo=True)
     waiting = Waiting()
     assert receivers.start(stopping=False, idle=False) == 1
     receivers.received(got=4, asked=10)
@@ -88,7 +88,7 @@ def test_free_slots_start_on_waiting_batches_before_any_new_receiver() -> None:
 
 def test_a_slot_whose_batch_settled_takes_the_next_waiting_batch() -> None:
     # Given 2 slots busy and 3 group batches waiting
-    receivers = Receivers(2, by_group=True)
+    receivers = Receivers(2, fifo=True)
     waiting = Waiting()
     receivers.start(stopping=False, idle=False)
     batches = group_batches([delivery(g, 1) for g in "abcde"])
@@ -103,7 +103,7 @@ def test_a_slot_whose_batch_settled_takes_the_next_waiting_batch() -> None:
 
 
 def test_waiting_batches_keep_a_run_going_even_when_idle_or_stopping() -> None:
-    receivers = Receivers(2, by_group=True)
+    receivers = Receivers(2, fifo=True)
     receivers.waiting = 1
     assert receivers.start(stopping=False, idle=True) == 0  # not None: one is still to handle
     assert receivers.start(stopping=True, idle=False) == 0
@@ -115,7 +115,7 @@ def test_waiting_batches_keep_a_run_going_even_when_idle_or_stopping() -> None:
 
 def test_waiting_messages_are_due_for_their_heartbeat_as_a_running_batch_s_are() -> None:
     # Given group batches received at 0 and hidden for 30 s, waiting for a slot
-    receivers = Receivers(1, by_group=True)
+    receivers = Receivers(1, fifo=True)
     waiting = Waiting()
     batches = group_batches([delivery(g, 1, received_at=0.0) for g in "abc"])
     waiting.put(receivers, batches[1:])
@@ -127,15 +127,13 @@ def test_waiting_messages_are_due_for_their_heartbeat_as_a_running_batch_s_are()
     assert Waiting().due(1000.0, visibility_timeout=30) == []
 
 
-@pytest.mark.parametrize(
-    ("got", "asked", "by_group", "allowed"), [(3, 10, True, 2), (3, 10, False, 1)]
-)
-def test_on_fifo_by_group_a_receive_that_got_anything_counts_as_full(
-    got: int, asked: int, by_group: bool, allowed: int
+@pytest.mark.parametrize(("got", "asked", "fifo", "allowed"), [(3, 10, True, 2), (3, 10, False, 1)])
+def test_on_fifo_a_receive_that_got_anything_counts_as_full(
+    got: int, asked: int, fifo: bool, allowed: int
 ) -> None:
     # A FIFO receive comes back short because the groups in flight are locked, not because the
-    # queue is empty: by group, it lets one more slot receive (the one that just freed a group)
-    receivers = Receivers(4, by_group=by_group)
+    # queue is empty: it lets one more slot receive (the one that just freed a group)
+    receivers = Receivers(4, fifo=fifo)
     receivers.start(stopping=False, idle=False)
     receivers.received(got=got, asked=asked)
     assert receivers.allowed == allowed
