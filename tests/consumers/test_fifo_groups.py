@@ -270,6 +270,38 @@ def test_a_group_batch_waiting_for_a_slot_stays_hidden(poller: str, sqs: Any, na
     assert depth(sqs, queue) == 0
 
 
+@pytest.mark.parametrize("poller", POLLERS)
+def test_group_batches_waiting_when_the_poller_stops_are_still_handled(
+    poller: str, sqs: Any, name: str
+) -> None:
+    # Given 4 groups in one receive and 2 slots: c and d wait while a and b run
+    queue = fifo(sqs, name, [(group, 0) for group in "abcd"])
+    handled: list[str] = []
+    pollers: list[Any] = []
+
+    def work(batch: MessageBatch) -> None:
+        handled.extend(m.body for m in batch.messages)
+        if len(handled) == 1:
+            pollers[0].stop()  # stopped with group batches still waiting for a slot
+
+    config = ConsumerConfig(max_concurrency=2, max_batch_timeout=0)
+    handler = handler_for(poller, work)
+    if poller == "sync":
+        pollers.append(Consumer(queue, handler, config, client=Recording(sqs)))
+        pollers[0].run_until_idle(GUARD_SECONDS)
+    else:
+
+        async def main() -> None:
+            async with aio_client(sqs) as aio:
+                pollers.append(AsyncConsumer(queue, handler, config, client=AsyncRecording(aio)))
+                await pollers[0].run_until_idle(GUARD_SECONDS)
+
+        asyncio.run(main())
+    # Then every group was handled and settled before the run returned
+    assert sorted(handled) == ["a0", "b0", "c0", "d0"]
+    assert depth(sqs, queue) == 0
+
+
 # -- ReceiveRequestAttemptId --------------------------------------------------------------------
 
 
