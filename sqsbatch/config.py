@@ -148,6 +148,9 @@ class ConsumerConfig(_Settings):
     max_message_age: Seconds | None = Field(default=None, ge=1, le=MAX_TTL_SECONDS)
     """A deadline for every message, foreign ones too, counted from its `timestamp`; past it
     the message is dead-lettered before its handler with reason `expired`. None: no limit."""
+    envelope: Literal["sns", "eventbridge"] | None = None
+    """Every body is an SNS notification or an EventBridge event: the handler gets the inner
+    message, `message.envelope` the rest; another body is dead-lettered (`invalid_body`)."""
 
     # Operating it (docs/operations.md): the stall watchdog and the read timeout of SQS calls.
     stall_seconds: Seconds | None = Field(default=None, gt=0, le=86_400)
