@@ -142,10 +142,11 @@ def screen(
             if due is not None and due <= wall_now:
                 found.doomed.append(Doomed(delivery, EXPIRED))
                 continue
-        why = _body_error(delivery, how, died is not None and died.reason == INVALID_BODY)
-        if why is not None:
-            found.doomed.append(Doomed(delivery, INVALID_BODY, ErrorInfo(*why, wall_now)))
-            continue
+        if how.body_model is not None or how.envelope is not None:
+            why = _body_error(delivery, how, died is not None and died.reason == INVALID_BODY)
+            if why is not None:
+                found.doomed.append(Doomed(delivery, INVALID_BODY, ErrorInfo(*why, wall_now)))
+                continue
         found.live.append(delivery)
     return found
 
