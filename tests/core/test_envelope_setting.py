@@ -4,12 +4,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
 from sqsbatch import ConsumerConfig
+from sqsbatch._core.unwrap import ENVELOPES
+from sqsbatch.config import _base_type
 from sqsbatch.errors import ConfigError
+
+
+def test_the_setting_accepts_what_the_core_unwraps() -> None:
+    literal, optional = _base_type(ConsumerConfig.model_fields["envelope"].annotation)
+    assert get_args(literal) == ENVELOPES and optional
 
 
 def test_the_envelope_comes_from_keywords_the_environment_and_the_file(
