@@ -26,13 +26,18 @@ server runs requests at once, so two deletes of a poller's slots could each rebu
 the same old one, and whichever assigned last brought the other's messages back (deleted, by
 every account of moto's answer, yet in the queue again, for good: moto ignores a receipt handle
 it has deleted); a send appended during a rebuild was lost. Seen once in a test run under load:
-60 messages acked and deleted without an error, 10 of them still in the queue.
+60 messages acked and deleted without an error, 10 of them still in the queue. And
+`SQSBackend.receive_message` runs each pass over the queue under that lock too: unlocked, two
+receives at once could both find a message visible before either marked it received, and both
+returned it (the second with a receive count of 2, milliseconds after the first); the demo's four
+slots saw one "ok" message handled twice in about one run of 75 under load. moto's long poll waits
+between passes (`wait_for_messages`), outside the lock, as before.
 
 Guard: only moto 5.2.x whose replaced members, and the members their answers rely on, have
-exactly the source this was written against (sha256 of each: the same in 5.2.0 to 5.2.3 and in
-5.2.5). Any other moto runs unpatched (slower as queues grow, and with that race) after one
-warning line; the tests (tests/dev/test_local_speed.py) fail if the pinned moto no longer
-fits.
+exactly the source this was written against (sha256 of each: moto 5.2.5, the pinned one; all but
+`receive_message` are the same in 5.2.0 to 5.2.3). Any other moto runs unpatched (slower as
+queues grow, and with those races) after one warning line; the tests
+(tests/dev/test_local_speed.py) fail if the pinned moto no longer fits.
 """
 
 from __future__ import annotations
@@ -70,6 +75,9 @@ _REPLACED: dict[Member, str] = {
     ("Queue", "delete_message"): (
         "9c3d8164626a09868c0cb3bec31169f5fed7116aa1ef5998bd49bf27b8de03b2"
     ),
+    ("SQSBackend", "receive_message"): (  # as in moto 5.2.5
+        "79cac41881a077fd1837ee15783296df9545361d05925dc9b5f71c2134d26730"
+    ),
 }
 # Not replaced, but the replacements give the same answers only while these stay as they are.
 _RELIED_ON: dict[Member, str] = {
@@ -80,6 +88,9 @@ _RELIED_ON: dict[Member, str] = {
         "727161e889b12278a21745a1ede407a15d6f302bbd2bbb1a916503353c438e24"
     ),
     ("Queue", "add_message"): "2ea74b872868bc9788fb86b500c6c6688d73ad7df870936b8cb3f39167ffda1e",
+    ("Queue", "wait_for_messages"): (
+        "c055a098ee139d2ff71353b6c4c0947df7dc6990fe00e7d9b41cb9e43e87f287"
+    ),
 }
 
 _lock = threading.Lock()
@@ -101,7 +112,7 @@ def apply(moto_version: str | None = None) -> bool:
                 _warned.add(reason)
                 log.warning(
                     "local SQS: %s; running it unpatched (slower as queues grow, and concurrent"
-                    " deletes may not stick)",
+                    " deletes may not stick nor receives be exclusive)",
                     reason,
                 )
             return False
@@ -197,6 +208,29 @@ def _fast_members(models: Any) -> dict[Member, Any]:
         with self._messages_lock:  # moto's `add_message` appends under it
             own_delete(self, receipt_handle)
 
+    own_receive = original("SQSBackend", "receive_message")
+
+    def receive_message(  # noqa: PLR0917 - moto's signature, called positionally by moto
+        self: Any,
+        queue_name: str,
+        count: int,
+        wait_seconds_timeout: int,
+        visibility_timeout: int,
+        message_attribute_names: list[str] | None = None,
+    ) -> list[Any]:
+        """moto's own receive, one pass at a time under the queue's lock; the long poll waits
+        between passes as moto's does (`wait_for_messages`), without the lock."""
+        queue = self.get_queue(queue_name)
+        polling_end = models.unix_time() + wait_seconds_timeout
+        while True:
+            with queue._messages_lock:  # moto's own lock, as its own methods take it
+                found: list[Any] = own_receive(
+                    self, queue_name, count, 0, visibility_timeout, message_attribute_names
+                )
+            if found or not wait_seconds_timeout or models.unix_time() > polling_end:
+                return found
+            queue.wait_for_messages(1)
+
     return {
         ("SQSBackend", "is_message_valid_based_on_retention_period"): (
             is_message_valid_based_on_retention_period
@@ -209,4 +243,5 @@ def _fast_members(models: Any) -> dict[Member, Any]:
             approximate_number_of_messages_not_visible
         ),
         ("Queue", "delete_message"): delete_message,
+        ("SQSBackend", "receive_message"): receive_message,
     }
