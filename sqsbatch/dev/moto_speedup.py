@@ -227,9 +227,11 @@ def _fast_members(models: Any) -> dict[Member, Any]:
                 found: list[Any] = own_receive(
                     self, queue_name, count, 0, visibility_timeout, message_attribute_names
                 )
-            if found or not wait_seconds_timeout or models.unix_time() > polling_end:
+            if found or not wait_seconds_timeout:
                 return found
             queue.wait_for_messages(1)
+            if models.unix_time() > polling_end:  # moto's order: the deadline, then a pass
+                return []
 
     return {
         ("SQSBackend", "is_message_valid_based_on_retention_period"): (
