@@ -151,8 +151,12 @@ class ConsumerConfig(_Settings):
     """A deadline for every message, foreign ones too, counted from its `timestamp`; past it
     the message is dead-lettered before its handler with reason `expired`. None: no limit."""
     fifo_batches: FifoBatches = "by_group"
-    """FIFO queues, pollers: `by_group` hands each group's messages to a slot of their own (one
-    group a batch), `mixed` keeps a window's groups in one batch (docs/delays-and-fifo.md)."""
+    """FIFO queues, pollers with `max_concurrency` > 1: `by_group` hands each group's messages to
+    a slot of their own (one group a batch), `mixed` keeps a window's groups in one batch
+    (docs/delays-and-fifo.md)."""
+    envelope: Literal["sns", "eventbridge"] | None = None
+    """Every body is an SNS notification or an EventBridge event: the handler gets the inner
+    message, `message.envelope` the rest; another body is dead-lettered (`invalid_body`)."""
 
     # Operating it (docs/operations.md): the stall watchdog and the read timeout of SQS calls.
     stall_seconds: Seconds | None = Field(default=None, gt=0, le=86_400)

@@ -140,7 +140,8 @@ class AsyncConsumer(Poller):
         context = QueueContext.of(url, settings, dlq_url, self._limits)
         self._new_slots(context)
         self._screening = Screening(
-            context, Screen(settings.config.max_message_age, self._body_model)
+            context,
+            Screen(settings.config.max_message_age, self._body_model, settings.config.envelope),
         )
         self._metrics = consumer_metrics(
             context.name, self.config, clock=self._clock, wall_clock=self._wall_clock

@@ -30,10 +30,12 @@ __all__ = ["Waiting", "group_batches", "splits_groups"]
 D = TypeVar("D", bound=_Delivery)
 
 
-def splits_groups(*, fifo: bool, fifo_batches: str, probe: bool = False) -> bool:
-    """Whether a poller splits a batch window by group: on a FIFO queue with `by_group`, but
-    not the circuit's probe (the probe receive's messages are one batch, whatever they hold)."""
-    return fifo and fifo_batches == "by_group" and not probe
+def splits_groups(*, fifo: bool, fifo_batches: str, slots: int, probe: bool = False) -> bool:
+    """Whether a poller splits a batch window by group: on a FIFO queue with `by_group` and
+    more than one slot (with one, the groups would take turns in it, and each group's batch
+    would cost a delete call of its own for nothing), but not the circuit's probe (the probe
+    receive's messages are one batch, whatever they hold)."""
+    return fifo and fifo_batches == "by_group" and slots > 1 and not probe
 
 
 def group_batches(deliveries: Sequence[D]) -> list[list[D]]:

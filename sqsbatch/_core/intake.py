@@ -149,7 +149,8 @@ def intake(
 
 def nothing_to_take(screening: Screening | None) -> bool:
     """Whether `intake` would leave messages that carry no message attributes as they came: no
-    delay hop or deadline can be on them (sqsbatch's attribute is absent) and nothing screens.
+    delay hop or deadline can be on them (sqsbatch's attribute is absent) and nothing screens
+    (no `max_message_age`, no `body_model`, no `envelope` to unwrap: `Screen.idle`).
     The Lambda adapter's short path (`sqsbatch._lambda_hot`) runs only then, so a step added
     to `intake` says here too whether it applies to such messages."""
     return screening is None or screening.screen.idle

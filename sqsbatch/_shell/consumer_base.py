@@ -232,7 +232,10 @@ class Poller:
         is this slot's, the others wait for slots of their own (the loop hears of them)."""
         fifo = self._require_context().fifo
         if not deliveries or not splits_groups(
-            fifo=fifo, fifo_batches=self.config.fifo_batches, probe=probe
+            fifo=fifo,
+            fifo_batches=self.config.fifo_batches,
+            slots=self.config.max_concurrency,
+            probe=probe,
         ):
             return deliveries
         first, *others = group_batches(deliveries)

@@ -21,6 +21,7 @@ DEFAULTS = {
     "handler_timeout": 900.0,
     "max_message_age": None,
     "fifo_batches": "by_group",  # FIFO pollers: a batch per group, groups in parallel slots
+    "envelope": None,  # issue 31 item 4: no SNS/EventBridge envelope to unwrap (docs/envelopes.md)
     "stall_seconds": None,  # three long polls plus visibility_timeout (docs/operations.md)
     "read_timeout_margin": 10.0,
     "metrics": "off",  # "emf": CloudWatch Embedded Metric Format lines on stdout

@@ -53,18 +53,19 @@ def test_messages_without_a_group_make_one_batch_of_their_own() -> None:
 
 
 @pytest.mark.parametrize(
-    ("fifo", "mode", "probe", "splits"),
+    ("fifo", "mode", "slots", "probe", "splits"),
     [
-        (True, "by_group", False, True),
-        (True, "mixed", False, False),
-        (False, "by_group", False, False),  # a standard queue's group ids are tenants (fair)
-        (True, "by_group", True, False),  # the circuit's probe is the probe receive's messages
+        (True, "by_group", 4, False, True),
+        (True, "mixed", 4, False, False),
+        (False, "by_group", 4, False, False),  # a standard queue's group ids are tenants (fair)
+        (True, "by_group", 4, True, False),  # the circuit's probe is the probe receive's messages
+        (True, "by_group", 1, False, False),  # one slot: a delete per group, for nothing
     ],
 )
-def test_only_a_fifo_queue_by_group_splits(
-    fifo: bool, mode: str, probe: bool, splits: bool
+def test_only_a_fifo_queue_by_group_with_slots_to_spare_splits(
+    fifo: bool, mode: str, slots: int, probe: bool, splits: bool
 ) -> None:
-    assert splits_groups(fifo=fifo, fifo_batches=mode, probe=probe) is splits
+    assert splits_groups(fifo=fifo, fifo_batches=mode, slots=slots, probe=probe) is splits
 
 
 # -- group batches waiting for a slot -----------------------------------------------------------
