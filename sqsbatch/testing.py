@@ -41,8 +41,8 @@ from sqsbatch._core.receiving import Answer
 from sqsbatch._core.screening import BodyModel, Doomed, Screen, close_screened
 from sqsbatch._core.sending import check_idempotency_key
 from sqsbatch._core.shapes import is_fifo, queue_name
-from sqsbatch._shell.guarding import guard_for
 from sqsbatch._core.unwrap import EnvelopeKind, wrap
+from sqsbatch._shell.guarding import guard_for
 from sqsbatch._shell.handler_tasks import run_async_handler, run_in_thread, run_returned
 from sqsbatch._sync.door import SyncSqs
 from sqsbatch._sync.flavour import BatchHandler
