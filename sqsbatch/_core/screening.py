@@ -70,8 +70,9 @@ class BodyModel:
     def validate(self, delivery: _Delivery) -> Any:
         """The validated body; `ValidationError` when it is invalid. A body that arrived as
         text (a foreign producer: SNS, EventBridge) is validated as JSON text."""
-        if delivery.decoded.envelope.content_type == "text":
-            return self.adapter.validate_json(delivery.decoded.raw_body)
+        decoded = delivery.decoded
+        if decoded.envelope.content_type == "text":  # its text (a large payload's, fetched)
+            return self.adapter.validate_json(decoded.body)
         return self.adapter.validate_python(delivery.body)
 
 
