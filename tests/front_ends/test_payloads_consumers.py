@@ -238,3 +238,24 @@ def test_the_example_consumes_what_it_sent(
     # Then its handler read the 2.5 MB report, and the object went with the ack
     assert f"{message_id}: 20000 rows" in capsys.readouterr().out
     assert keys_in(s3, bucket) == []
+
+
+def test_a_warm_lambda_s_short_path_never_takes_a_pointer(
+    local_sqs: LocalSqs, sqs: Any, s3: Any, bucket: str, name: str
+) -> None:
+    from sqsbatch import lambda_handler  # noqa: PLC0415
+
+    # Given a function warmed by a plain event (its short path now applies to plain events)
+    url = create_queue(name, client=sqs)
+    seen = Seen()
+    function = lambda_handler(config=config(), client=sqs)(seen.saw)
+    mapping = EventSourceMapping(sqs, name, batch_size=10, window=0.2)
+    sqs.send_message(QueueUrl=url, MessageBody="plain")
+    assert mapping.invoke(function, mapping.receive(1)) == set()
+    assert function._warm  # the short path is ready
+    # When a pointer's record comes next
+    send_big(local_sqs, bucket, url, BIG)
+    assert mapping.invoke(function, mapping.receive(1)) == set()
+    # Then it went through intake: its payload read, then deleted
+    assert seen.bodies == ["plain", BIG] and seen.fetched == [False, True]
+    assert keys_in(s3, bucket) == []
