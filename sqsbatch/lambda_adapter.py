@@ -238,7 +238,8 @@ class LambdaAdapter:
             settled = acked_in_bulk(closing)
         else:
             settled = sqs.run(trace.calls(settle_for_lambda(closing, batch, self._limits)))
-        settled = sqs.run(delete_acked(settled, batch, closing.kinds, self._payloads))
+        if self._payloads is not None and self._payloads.used:  # an offloaded message came
+            settled = sqs.run(delete_acked(settled, batch, closing.kinds, self._payloads))
         if metrics is not None:
             metrics.add(settled.counts)
             seconds = now - started

@@ -381,8 +381,9 @@ class AsyncConsumer(Poller):
                 started = time.perf_counter()  # the network's time, not the injected clock's
                 settled = await self._sqs.run(flow)
                 self._settle_times.settled(closing, time.perf_counter() - started, self._limits)
-                acked = delete_acked(settled, running.batch, closing.kinds, self._payloads)
-                settled = await self._sqs.run(acked)  # their payloads in S3, once SQS deleted
+                if self._payloads.used:  # their payloads in S3, once SQS deleted them
+                    acked = delete_acked(settled, running.batch, closing.kinds, self._payloads)
+                    settled = await self._sqs.run(acked)
                 self._count(settled.counts)
                 for level, text in settled.lines:
                     log.log(level, "%s", text)

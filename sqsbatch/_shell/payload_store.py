@@ -37,6 +37,12 @@ class PayloadStore:
         return self._keep
 
     @property
+    def used(self) -> bool:
+        """An offloaded message came (the S3 client is made): until then a settle has no
+        object to delete, and skips looking for one."""
+        return self._objects is not None
+
+    @property
     def requests(self) -> int:
         """S3 requests made so far (none until the first offloaded message)."""
         return 0 if self._objects is None else self._objects.requests
