@@ -189,7 +189,8 @@ class LambdaAdapter:
             or kept.screen.body_model is not self._body_model
             or kept.payloads is not store
         ):
-            screen = Screen(queue.config.max_message_age, self._body_model)
+            config = queue.config
+            screen = Screen(config.max_message_age, self._body_model, config.envelope)
             kept = self._screened = Screening(queue, screen, payloads=store)
         return kept
 

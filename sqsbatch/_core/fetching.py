@@ -64,7 +64,7 @@ class FetchedDelivery(_Delivery):
     """A received pointer with its payload: reads as the message the producer sent, while its
     decoding's `raw_body` and `raw_attributes` (what a re-send copies) stay the pointer's."""
 
-    __slots__ = ("inner", "pointer")
+    __slots__ = ("inner", "payload", "pointer")
 
     def __init__(self, inner: _Delivery, payload: str, pointer: Pointer) -> None:
         decoded = inner.decoded
@@ -74,7 +74,13 @@ class FetchedDelivery(_Delivery):
         super().__init__(made, inner.receipt_handle, inner.received_at, inner.hidden_until)
         self.at_ceiling = inner.at_ceiling
         self.inner = inner
+        self.payload = payload
         self.pointer = pointer
+
+    @property
+    def text(self) -> str:
+        """The payload (an SNS or EventBridge envelope is unwrapped from it, not the pointer)."""
+        return self.payload
 
     @property
     def item_identifier(self) -> str:

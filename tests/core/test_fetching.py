@@ -22,6 +22,7 @@ from sqsbatch._core.ledger import ActionKind, Outcome
 from sqsbatch._core.message import MessageBatch, deliveries_of
 from sqsbatch._core.payloads import pointer_body, size_attribute
 from sqsbatch._core.screening import BodyModel, Screen
+from sqsbatch._core.unwrap import wrap
 from sqsbatch.errors import PayloadError, PayloadMissing
 from tests.core.test_flows import WALL, ScriptedSqs, context, drive
 from tests.core.test_intake import FRONT_ENDS, arrivals, ids, message
@@ -267,3 +268,15 @@ def test_the_payload_is_json_text_when_sqsbatch_sent_json() -> None:
     store = Store(k1=json.dumps({"rows": [1, 2]}))
     taken = take("receive", store, pointer(1, "k1", base_attempts=0))
     assert handed(taken)[0].body == {"rows": [1, 2]}
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS)
+def test_an_envelope_is_unwrapped_from_the_payload_not_from_its_pointer(front_end: str) -> None:
+    # Given an SNS notification offloaded to S3, on a queue whose consumer unwraps SNS
+    notification = wrap("sns", {"order": 7}, message_id="sns-1", sent_at=WALL)
+    store = Store(k1=notification)
+    taken = take(front_end, store, pointer(1, "k1"), screen=Screen(envelope="sns"))
+    # Then the handler gets the notification's message; a re-send would still copy the pointer
+    [fetched] = handed(taken)
+    assert fetched.body == {"order": 7} and fetched.outer["Type"] == "Notification"
+    assert json.loads(fetched.raw_body)[0].endswith("PayloadS3Pointer")
