@@ -55,6 +55,14 @@ def graceful_signals(on_signal: Callable[[signal.Signals], None]) -> Iterator[No
             signal.signal(sig, old)
 
 
+def answer_signals(on_signal: Callable[[signal.Signals], None]) -> None:
+    """Call `on_signal` on SIGTERM/SIGINT from now on, for the rest of the process (main thread
+    only): a command winding down after its first signal still answers a second one."""
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda signum, frame: on_signal(signal.Signals(signum)))
+
+
 @contextmanager
 def graceful_loop_signals(on_signal: Callable[[signal.Signals], None]) -> Iterator[None]:
     """`graceful_signals` for an asyncio loop: the handlers run on the running event loop."""
