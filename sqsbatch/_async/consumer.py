@@ -43,6 +43,7 @@ from sqsbatch._async.flavour import (
 from sqsbatch._core.batching import BatchWindow
 from sqsbatch._core.closing import Closing, handler_end, settles_behind
 from sqsbatch._core.context import QueueContext
+from sqsbatch._core.fetching import delete_acked
 from sqsbatch._core.flows import heartbeat, read_settings, settle
 from sqsbatch._core.guard import extend_claims, settle_claims
 from sqsbatch._core.handlers import check_handler
@@ -145,10 +146,8 @@ class AsyncConsumer(Poller):
         self._alive()  # the queue answered
         context = QueueContext.of(url, settings, dlq_url, self._limits)
         self._new_slots(context)
-        self._screening = Screening(
-            context,
-            Screen(settings.config.max_message_age, self._body_model, settings.config.envelope),
-        )
+        screen = Screen(settings.config.max_message_age, self._body_model, settings.config.envelope)
+        self._screening = Screening(context, screen, payloads=self._payloads)
         self._metrics = consumer_metrics(
             context.name, self.config, clock=self._clock, wall_clock=self._wall_clock
         )
@@ -413,6 +412,9 @@ class AsyncConsumer(Poller):
                 started = time.perf_counter()  # the network's time, not the injected clock's
                 settled = await self._sqs.run(flow)
                 self._settle_times.settled(closing, time.perf_counter() - started, self._limits)
+                if self._payloads.used:  # their payloads in S3, once SQS deleted them
+                    acked = delete_acked(settled, running.batch, closing.kinds, self._payloads)
+                    settled = await self._sqs.run(acked)
                 self._count(settled.counts)
                 for level, text in settled.lines:
                     log.log(level, "%s", text)

@@ -133,6 +133,9 @@ class Settled:
     lines: list[Line]
     listed: list[int] = field(default_factory=list)
     """Lambda: the indexes of the messages to report in `batchItemFailures`."""
+    undeleted: set[int] = field(default_factory=set)
+    """The indexes of the messages whose delete SQS did not accept (`_core.fetching` keeps
+    their payloads in S3: they may come back)."""
 
 
 def settle(closing: Closing, batch: MessageBatch, limits: SqsLimits = SQS_LIMITS) -> Flow[Settled]:
@@ -147,7 +150,13 @@ def settle(closing: Closing, batch: MessageBatch, limits: SqsLimits = SQS_LIMITS
     else:
         first = yield from batch_calls(BatchRun(plan.first, limits=limits))
         second = yield from batch_calls(BatchRun(plan.second(sent_keys(first)), limits=limits))
-    return Settled(tally(closing, first, second), _lines(closing, batch, first, second))
+    lines = _lines(closing, batch, first, second)
+    return Settled(tally(closing, first, second), lines, undeleted=_undeleted(second))
+
+
+def _undeleted(second: BatchRun) -> set[int]:
+    """The messages whose delete entry (`d<index>`) SQS did not accept."""
+    return {int(result.key[1:]) for result in second.failed() if result.key.startswith("d")}
 
 
 def _delete_acked(batch: MessageBatch, queue_url: str, limits: SqsLimits) -> Flow[BatchRun | None]:
@@ -191,7 +200,7 @@ def settle_for_lambda(
     deletes = [entry for entry in plan.second(sent) if int(entry.key[1:]) in decided.delete]
     second = yield from batch_calls(BatchRun(deletes, limits=limits))
     lines = _lines(closing, batch, first, second)
-    return Settled(tally(closing, first, second), lines, decided.listed)
+    return Settled(tally(closing, first, second), lines, decided.listed, _undeleted(second))
 
 
 def acked_in_bulk(closing: Closing) -> Settled:

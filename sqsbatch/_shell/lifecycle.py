@@ -101,3 +101,9 @@ class ConsumerStats(Counters):
     circuit_open: int = 0
     paused_seconds: int = 0
     duplicates_skipped: int = 0
+    payloads_fetched: int = 0
+    """Large payloads read from S3 (one `GetObject` each; docs/payloads.md)."""
+    payloads_unread: int = 0
+    """Large payloads S3 would not give: their messages left for SQS to deliver again."""
+    payloads_deleted: int = 0
+    """Objects of acked messages deleted from S3."""

@@ -38,6 +38,7 @@ SETTLED = (
     "left_to_redrive_policy",
     "settle_failures",
     "expired_receipts",
+    "payloads_unread",
 )
 """The counters of messages that are no longer in a handler's hands."""
 _SHOW_CURSOR = "\x1b[?25h"  # rich's live view hides it; an immediate exit must give it back
