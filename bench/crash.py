@@ -4,10 +4,12 @@
         [--concurrency 4] [--handler-sleep 0.5] [--life 0.5 4] [--seed 1]
 
 Full figures: `--messages 5000 --kills 50`. `--idempotency`: the pollers run the idempotency
-guard (docs/idempotency.md) on a table of dynalite (tests/dynalite; `SQSBATCH_IDEMPOTENCY_TABLE`,
-as the table's stack sets it; not moto's DynamoDB, whose server lets two concurrent
-transactions interleave): a duplicate is then a message killed between its handler's side
-effect and its completion, never a copy of a completed one.
+guard (docs/idempotency.md) on a table (`SQSBATCH_IDEMPOTENCY_TABLE`, as the table's stack sets
+it) of moto's DynamoDB in the local SQS's server (`--store moto`, whose transactions the local
+server runs one at a time: `sqsbatch.dev.moto_dynamodb`) or of dynalite (`--store dynalite`,
+tests/dynalite). A duplicate is then a message killed between its handler's side effect and its
+completion; the handler also reads, as it starts, which of its messages the table already
+records as completed, and the run prints how many (the guard's promise: 0).
 
 For each poller (`sqsbatch consume`, with `--async` for the AsyncConsumer), a fresh queue with a
 DLQ (RedrivePolicy maxReceiveCount 21) on a local SQS (bench/_local.py, its own process). Then
@@ -160,6 +162,9 @@ def kill_loop(
     )
     verdict = "ok" if tally.duplicated <= kills.in_flight else "MORE THAN IN FLIGHT"
     print(f"  {tally.line()}; duplicates vs in flight: {verdict}", flush=True)
+    if table_at is not None:
+        spared, _ = read_ledger(ledger + ".completed")
+        print(f"  guard: {sum(spared.values())} handler calls for already-completed messages")
     return tally
 
 
@@ -177,12 +182,19 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--idempotency", action="store_true", help="with the guard (DynamoDB)")
+    parser.add_argument(
+        "--store",
+        choices=["moto", "dynalite"],
+        default="moto",
+        help="--idempotency's DynamoDB: moto's, in the local SQS's server, or dynalite",
+    )
     args = parser.parse_args()
     with (
         local_sqs(SERVER_LIFETIME_SECONDS) as server,
         tempfile.TemporaryDirectory() as work,
-        _dynalite(args.idempotency) as table_at,
+        _dynalite(args.idempotency and args.store == "dynalite") as dynalite_at,
     ):
+        table_at = dynalite_at or (server.endpoint if args.idempotency else None)
         print(server.versions("sqsbatch", "boto3", "aioboto3", "moto"))
         print(f"sqsbatch from {Path(sqsbatch.__file__).parent}; local SQS at {server.endpoint}")
         tallies = [
