@@ -82,21 +82,35 @@ async def record_async(batch: MessageBatch) -> None:
     write_ledger(os.environ["BENCH_LEDGER"], [body_id(m.body) for m in batch.messages])
 
 
+RECEIVE_TO_HANDLER_SECONDS = 3.0
+"""More than a receive, its claim and screening take before the handler starts, under load."""
+
+
 def note_completed(batch: MessageBatch) -> None:
-    """With the idempotency guard (`SQSBATCH_IDEMPOTENCY_TABLE`): the ids of this batch that its
-    table already records as completed, as the handler starts, into `$BENCH_LEDGER.completed`
-    (one consistent read of the batch: a handler call the guard should have spared)."""
+    """With the idempotency guard (`SQSBATCH_IDEMPOTENCY_TABLE`, `SQSBATCH_IDEMPOTENCY_TTL`):
+    which of this batch's messages its table already records as completed as the handler
+    starts (one consistent read). Completed more than `RECEIVE_TO_HANDLER_SECONDS` before, so
+    before this delivery was received and claimed: a call the guard should have spared, into
+    `$BENCH_LEDGER.completed`. Completed since: by a consumer still running when its claim
+    lapsed and this one claimed (both run: the honest window), into `$BENCH_LEDGER.late`."""
     table = os.environ.get("SQSBATCH_IDEMPOTENCY_TABLE")
     if not table:
         return
     import boto3  # noqa: PLC0415 - only with the guard
 
+    started, ttl = time.time(), float(os.environ["SQSBATCH_IDEMPOTENCY_TTL"])
     keys = {m.idempotency_key: body_id(m.body) for m in batch.messages}
     request = {table: {"Keys": [{"pk": {"S": key}} for key in keys], "ConsistentRead": True}}
     found = boto3.client("dynamodb").batch_get_item(RequestItems=request)["Responses"][table]
-    done = [keys[item["pk"]["S"]] for item in found if item["state"]["S"] == "completed"]
-    if done:
-        write_ledger(os.environ["BENCH_LEDGER"] + ".completed", done)
+    done = {
+        keys[item["pk"]["S"]]: float(item["expires"]["N"]) - ttl
+        for item in found
+        if item["state"]["S"] == "completed"
+    }
+    before = [n for n, at in done.items() if at < started - RECEIVE_TO_HANDLER_SECONDS]
+    for suffix, ids in ((".completed", before), (".late", [n for n in done if n not in before])):
+        if ids:
+            write_ledger(os.environ["BENCH_LEDGER"] + suffix, ids)
 
 
 def mixed(batch: MessageBatch) -> list[int]:

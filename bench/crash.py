@@ -9,7 +9,9 @@ it) of moto's DynamoDB in the local SQS's server (`--store moto`, whose transact
 server runs one at a time: `sqsbatch.dev.moto_dynamodb`) or of dynalite (`--store dynalite`,
 tests/dynalite). A duplicate is then a message killed between its handler's side effect and its
 completion; the handler also reads, as it starts, which of its messages the table already
-records as completed, and the run prints how many (the guard's promise: 0).
+records as completed, and when (bench/_ledger.py `note_completed`): the run prints how many were
+completed before they were received (the guard's promise: 0) and how many since (a consumer
+still running when its claim lapsed, under load: both run, the honest window).
 
 For each poller (`sqsbatch consume`, with `--async` for the AsyncConsumer), a fresh queue with a
 DLQ (RedrivePolicy maxReceiveCount 21) on a local SQS (bench/_local.py, its own process). Then
@@ -112,6 +114,7 @@ def kill_loop(
     env = environment(ledger, args.handler_sleep)
     if table_at is not None:  # the guard, as the settings turn it on
         env["SQSBATCH_IDEMPOTENCY_TABLE"] = new_table(client_for(table_at))
+        env["SQSBATCH_IDEMPOTENCY_TTL"] = "86400"  # read by the handler's check (_ledger.py)
         env["AWS_ENDPOINT_URL_DYNAMODB"] = table_at
     chooser = random.Random(args.seed)
     wave = -(-args.messages // args.kills)
@@ -163,8 +166,13 @@ def kill_loop(
     verdict = "ok" if tally.duplicated <= kills.in_flight else "MORE THAN IN FLIGHT"
     print(f"  {tally.line()}; duplicates vs in flight: {verdict}", flush=True)
     if table_at is not None:
-        spared, _ = read_ledger(ledger + ".completed")
-        print(f"  guard: {sum(spared.values())} handler calls for already-completed messages")
+        spared, late = read_ledger(ledger + ".completed")[0], read_ledger(ledger + ".late")[0]
+        print(
+            f"  guard: {sum(spared.values())} handler calls for messages completed before they "
+            f"were received; {sum(late.values())} whose completion by a consumer still running "
+            "landed after this one's claim (its claim had lapsed: both ran)",
+            flush=True,
+        )
     return tally
 
 
