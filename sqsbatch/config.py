@@ -161,7 +161,8 @@ class ConsumerConfig(_Settings):
     # Operating it (docs/operations.md): the stall watchdog and the read timeout of SQS calls.
     stall_seconds: Seconds | None = Field(default=None, gt=0, le=86_400)
     """Neither receiving nor busy this long: run() raises. None: three long polls plus
-    `visibility_timeout` (`sqsbatch._core.liveness.default_stall_seconds`)."""
+    `visibility_timeout`, plus 21 s with the idempotency guard (its claims'
+    time; `sqsbatch._core.liveness.default_stall_seconds`)."""
     read_timeout_margin: Seconds = Field(default=10.0, gt=0, le=300)
     """How long past its long-poll wait an SQS call may stay silent before it is abandoned."""
     metrics: MetricsMode = "off"

@@ -12,16 +12,31 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["BUSY_TOUCH_SECONDS", "Liveness", "Pulse", "all_busy", "default_stall_seconds"]
+__all__ = [
+    "BUSY_TOUCH_SECONDS",
+    "STORE_CALL_SECONDS",
+    "Liveness",
+    "Pulse",
+    "all_busy",
+    "default_stall_seconds",
+]
 
 BUSY_TOUCH_SECONDS = 1.0
 """While busy (and not receiving), touch the health file at most this often."""
 
 
-def default_stall_seconds(long_poll_seconds: float, visibility_timeout: float) -> float:
+STORE_CALL_SECONDS = 21.0
+"""The longest a healthy idempotency store's claim may take: the DynamoDB store's client tries
+3 times, each within a 2 s connect and 5 s read timeout (`_shell/dynamodb_store.py`)."""
+
+
+def default_stall_seconds(
+    long_poll_seconds: float, visibility_timeout: float, *, guarded: bool = False
+) -> float:
     """Three long polls plus the visibility timeout: a healthy loop completes a receive at least
-    every long poll, and a batch settles within its visibility timeout or reappears."""
-    return 3 * long_poll_seconds + visibility_timeout
+    every long poll, and a batch settles within its visibility timeout or reappears. With an
+    idempotency guard, a receive also waits for its claim (`STORE_CALL_SECONDS` more)."""
+    return 3 * long_poll_seconds + visibility_timeout + (STORE_CALL_SECONDS if guarded else 0.0)
 
 
 def all_busy(

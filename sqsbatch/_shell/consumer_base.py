@@ -142,10 +142,15 @@ class Poller:
 
     @property
     def stall_seconds(self) -> float:
-        """The watchdog's limit: the setting, else three long polls plus the visibility timeout."""
+        """The watchdog's limit: the setting, else three long polls plus the visibility timeout
+        (and a store's claim, with the idempotency guard)."""
         if self.config.stall_seconds is not None:
             return self.config.stall_seconds
-        return default_stall_seconds(self._limits.max_wait_seconds, self.config.visibility_timeout)
+        return default_stall_seconds(
+            self._limits.max_wait_seconds,
+            self.config.visibility_timeout,
+            guarded=self._guard is not None,
+        )
 
     @property
     def stalled(self) -> bool:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from sqsbatch import MessageBatch
 from sqsbatch._core.liveness import (
     BUSY_TOUCH_SECONDS,
+    STORE_CALL_SECONDS,
     Liveness,
     Pulse,
     all_busy,
@@ -16,6 +18,7 @@ from sqsbatch._core.liveness import (
 def test_the_default_stall_is_three_long_polls_plus_the_visibility_timeout() -> None:
     assert default_stall_seconds(20, 30) == 90
     assert default_stall_seconds(1, 5) == 8
+    assert default_stall_seconds(1, 2, guarded=True) == 5 + STORE_CALL_SECONDS  # claims wait too
 
 
 @pytest.mark.parametrize(
@@ -94,3 +97,24 @@ def test_the_stall_message_names_the_queue_the_silence_and_the_setting() -> None
     line = given.stall_message("orders", 93.25)
     assert "orders" in line and "93.2 s" in line and "stall_seconds=90" in line
     assert "\n" not in line
+
+
+def test_a_guarded_pollers_default_watchdog_waits_for_its_claims_too() -> None:
+    from sqsbatch import AsyncConsumer, Consumer, ConsumerConfig  # noqa: PLC0415
+    from sqsbatch.idempotency import MemoryStore  # noqa: PLC0415
+
+    config = ConsumerConfig(visibility_timeout=2)
+    plain = Consumer("q", _handler, config, idempotency=None)
+    guarded = Consumer("q", _handler, config, idempotency=MemoryStore())
+    assert guarded.stall_seconds == plain.stall_seconds + STORE_CALL_SECONDS
+    plain_async = AsyncConsumer("q", _async_handler, config, idempotency=None)
+    guarded_async = AsyncConsumer("q", _async_handler, config, idempotency=MemoryStore())
+    assert guarded_async.stall_seconds == plain_async.stall_seconds + STORE_CALL_SECONDS
+
+
+def _handler(batch: MessageBatch) -> None:
+    return None
+
+
+async def _async_handler(batch: MessageBatch) -> None:
+    return None
