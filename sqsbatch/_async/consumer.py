@@ -40,9 +40,9 @@ from sqsbatch._async.flavour import (
     opened,
 )
 from sqsbatch._core.batching import BatchWindow
-from sqsbatch._core.closing import Closing, handler_end, settles_behind
+from sqsbatch._core.closing import Closing, handler_end
 from sqsbatch._core.context import QueueContext
-from sqsbatch._core.flows import heartbeat, read_settings, settle
+from sqsbatch._core.flows import Flow, Settled, heartbeat, read_settings, settle
 from sqsbatch._core.handlers import check_handler
 from sqsbatch._core.heartbeat import Watch
 from sqsbatch._core.holding import Hold
@@ -310,9 +310,9 @@ class AsyncConsumer(Poller):
             if ended is None:
                 return False
             closing = self._end(running, *ended)
-            seconds = self._settle_times.seconds
-            overlap = settles_behind(closing, free=OVERLAP_IS_FREE, settle_seconds=seconds)
-            await behind.start(overlap, self._settle, running, closing)
+            overlap, deletes_later = self._overlaps(closing, free=OVERLAP_IS_FREE)
+            later = behind if deletes_later else None
+            await behind.start(overlap, self._settle, running, closing, later)
         except Exception:  # a bug of ours: the messages reappear after their visibility
             log.exception("settling a batch of %s failed", self.queue)
         finally:
@@ -372,23 +372,38 @@ class AsyncConsumer(Poller):
             log.exception("settling a batch of %s failed", self.queue)
             return None
 
-    async def _settle(self, running: Running, closing: Closing | None) -> None:
-        """The settle calls of a closed batch, in batch calls; then its span ends."""
-        trace = running.trace
+    async def _settle(
+        self,
+        running: Running,
+        closing: Closing | None,
+        later: Behind | None = None,
+        flow: Flow[Settled] | None = None,
+    ) -> None:
+        """The settle calls of a closed batch (or `flow`: its deletes), in batch calls; then its
+        span ends. `later`: its deletes go there, beside the slot's next receive."""
+        if closing is not None and flow is None:
+            flow = settle(closing, running.batch, self._limits, deletes_later=later is not None)
+        rest = await self._settle_flow(running, closing, flow)
+        if rest is not None and later is not None:
+            await later.start(True, self._settle, running, closing, None, rest)
+
+    async def _settle_flow(
+        self, running: Running, closing: Closing | None, flow: Flow[Settled] | None
+    ) -> Flow[Settled] | None:
+        """Drive one settle flow; the span ends unless its deletes are still to go (returned)."""
+        rest = None
         try:
-            if closing is not None:
-                flow = trace.calls(settle(closing, running.batch, self._limits))
+            if closing is not None and flow is not None:
                 started = time.perf_counter()  # the network's time, not the injected clock's
-                settled = await self._sqs.run(flow)
-                self._settle_times.settled(closing, time.perf_counter() - started, self._limits)
-                self._count(settled.counts)
-                for level, text in settled.lines:
-                    log.log(level, "%s", text)
+                settled = await self._sqs.run(running.trace.calls(flow))
+                rest = self._settled_flow(closing, settled, time.perf_counter() - started)
         except Exception:  # a bug of ours: the messages reappear after their visibility
             log.exception("settling a batch of %s failed", self.queue)
         finally:
             self._last_activity = self._clock()
-            trace.finish()
+            if rest is None:
+                running.trace.finish()
+        return rest
 
     async def _heartbeat(self, batch: MessageBatch) -> None:
         flow = heartbeat(
