@@ -259,7 +259,8 @@ class _Run:
             fifo=is_fifo(self.queue),
         )
         if isinstance(end.error, Overloaded) and not is_fifo(self.queue):  # as a poller holds it
-            actions = held(actions, decisions, overloaded_seconds(end.error))
+            open_seconds = self.config.circuit_open_seconds
+            actions = held(actions, decisions, overloaded_seconds(end.error, open_seconds))
         outcomes = list(self.screened)
         for message, decision, action in zip(self.batch.messages, decisions, actions, strict=True):
             fate = _FATES[action.kind]
