@@ -49,7 +49,8 @@ def handle(client: Any, url: str, dlq_url: str, ledger: str) -> None:
         receives = int(message["Attributes"]["ApproximateReceiveCount"])
         entry = {"Id": str(i), "ReceiptHandle": message["ReceiptHandle"]}
         if n % 10 == 0 and receives >= 3:
-            dead.append({"Id": str(i), "MessageBody": message["Body"]})
+            mark = {"hand_loop": {"DataType": "String", "StringValue": "dead-lettered"}}
+            dead.append({"Id": str(i), "MessageBody": message["Body"], "MessageAttributes": mark})
             done.append(entry)
         elif n % 10 == 0:
             changes.append({**entry, "VisibilityTimeout": 0})

@@ -311,13 +311,17 @@ def finish(
 def unhandled_in_dlq(tally: Tally, dead: list[dict[str, Any]]) -> str:
     """Ackable ids (not ending in 0) that reached the DLQ without an ack: who put them there."""
     found = []
+    by_sqs = 0  # moved by the queue's RedrivePolicy (moto's move on receive), not by a consumer
     for message in dead:
         n = body_id(message["Body"])
+        attributes = message.get("MessageAttributes", {})
+        by = "consumer" if {"sqsbatch", "hand_loop"} & set(attributes) else "SQS"
+        by_sqs += by == "SQS"
         if n % 10 and n not in tally.handled:
-            by = "consumer" if "sqsbatch" in message.get("MessageAttributes", {}) else "SQS"
             count = message["Attributes"].get("ApproximateReceiveCount")
             found.append(f"{n} (moved by {by}, receive count {count})")
-    return f"; ackable ids in the DLQ, never acked: {', '.join(found)}" if found else ""
+    moved = f"; {by_sqs} moved to the DLQ by SQS's RedrivePolicy" if by_sqs else ""
+    return moved + (f"; ackable ids in the DLQ, never acked: {', '.join(found)}" if found else "")
 
 
 def log_notes(log_path: Path) -> str:
