@@ -1,10 +1,14 @@
 """SQS requests failing at a given rate: lost and duplicated messages, whether the loop lives,
 and throughput as a ratio of the fault-free run, for each front end.
 
-    .venv/bin/python bench/faults.py [--messages 300] [--rates 0 0.3]
-        [--front-ends sync async redrive lambda] [--faults 500 throttle drop drop-after slow]
+    .venv/bin/python bench/faults.py [--messages 300] [--rates 0 0.3] [--repeat 1]
+        [--front-ends sync async loop redrive lambda] [--faults 500 throttle drop drop-after slow]
 
-Full figures: `--messages 2000 --rates 0 0.1 0.3 0.5`.
+Full figures: `--messages 2000 --rates 0 0.1 0.3 0.5`. The pollers beside the hand loop:
+`--messages 2000 --rates 0 0.1 --front-ends sync async loop --repeat 3`. Each round runs every
+front end at one rate, then at the next, so that the front ends compared share the same minutes;
+at the end, each front end's ratios to its own first rate, round by round, and the pollers' to
+the hand loop's of the same round.
 
 A local SQS (bench/_local.py) and, in front of it, bench/_proxy.py's FaultProxy: each request
 through it gets, with probability `rate`, one fault drawn uniformly from `--faults` (an HTTP 500,
@@ -20,6 +24,11 @@ the bench fills and reads the queues directly. For each front end and rate, a fr
   in this process with events built from ReceiveMessage(10) on the queue (directly, as the event
   source mapping would); the records not in `batchItemFailures` are deleted (directly), an
   invocation that raises leaves them all to come back.
+- loop: bench/_hand_loop.py, what a user would write by hand with boto3: 4 threads (the
+  pollers' `--max-concurrency 4`) sharing one client with botocore's default configuration
+  (legacy retries), each receiving 10 (long poll 1 s, visibility 5 s), making the handler's
+  choices, then `ChangeMessageVisibilityBatch` for the retries, `SendMessageBatch` to the DLQ
+  for a failure at its 3rd receive, `DeleteMessageBatch` for the rest (its docstring).
 - redrive: the messages start in the DLQ; `redrive --endpoint-url <proxy> run --dlq <dlq>
   --base-delay 0 --jitter 0` (visibility 5 s, long polls of 1 s) moves them back to the source,
   where they stay.
