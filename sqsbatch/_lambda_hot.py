@@ -191,8 +191,8 @@ def remember_warm(
     """Keep the hot path for `parsed`'s queue (a plain event's) when the general path has just
     found that nothing applies to its plain events but the handler: the queue's context kept
     (its lookup did not fail), no metrics, no intake step (`intake.nothing_to_take`: no
-    `max_message_age`, no `body_model`), a sync handler; else nothing (its invocations take
-    the general path)."""
+    `max_message_age`, no `body_model`, no `envelope`), a sync handler; else nothing (its
+    invocations take the general path)."""
     if (
         parsed.queue_arn in adapter._warm
         or metrics is not None

@@ -31,6 +31,7 @@ __all__ = [
     "METRICS_NAMESPACE_PATTERN",
     "ConsumerConfig",
     "Count",
+    "FifoBatches",
     "MetricsMode",
     "MetricsNamespace",
     "Number",
@@ -74,6 +75,7 @@ Number = Annotated[float, BeforeValidator(no_bool)]
 Seconds = Number
 WholeSeconds = Count
 MetricsMode = Literal["off", "emf"]
+FifoBatches = Literal["by_group", "mixed"]
 METRICS_NAMESPACE_PATTERN = r"^[A-Za-z0-9._#:/-]{1,255}$"
 """What CloudWatch accepts as a namespace (aws-embedded-metrics' own check, written out)."""
 MetricsNamespace = Annotated[str, Field(pattern=METRICS_NAMESPACE_PATTERN)]
@@ -148,6 +150,13 @@ class ConsumerConfig(_Settings):
     max_message_age: Seconds | None = Field(default=None, ge=1, le=MAX_TTL_SECONDS)
     """A deadline for every message, foreign ones too, counted from its `timestamp`; past it
     the message is dead-lettered before its handler with reason `expired`. None: no limit."""
+    fifo_batches: FifoBatches = "by_group"
+    """FIFO queues, pollers with `max_concurrency` > 1: `by_group` hands each group's messages to
+    a slot of their own (one group a batch), `mixed` keeps a window's groups in one batch
+    (docs/delays-and-fifo.md)."""
+    envelope: Literal["sns", "eventbridge"] | None = None
+    """Every body is an SNS notification or an EventBridge event: the handler gets the inner
+    message, `message.envelope` the rest; another body is dead-lettered (`invalid_body`)."""
 
     # Operating it (docs/operations.md): the stall watchdog and the read timeout of SQS calls.
     stall_seconds: Seconds | None = Field(default=None, gt=0, le=86_400)

@@ -181,7 +181,8 @@ class LambdaAdapter:
             or kept.context is not queue
             or kept.screen.body_model is not self._body_model
         ):
-            screen = Screen(queue.config.max_message_age, self._body_model)
+            config = queue.config
+            screen = Screen(config.max_message_age, self._body_model, config.envelope)
             kept = self._screened = Screening(queue, screen)
         return kept
 

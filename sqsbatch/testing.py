@@ -40,6 +40,7 @@ from sqsbatch._core.receiving import Answer
 from sqsbatch._core.screening import BodyModel, Doomed, Screen, close_screened
 from sqsbatch._core.sending import check_idempotency_key
 from sqsbatch._core.shapes import is_fifo, queue_name
+from sqsbatch._core.unwrap import EnvelopeKind, wrap
 from sqsbatch._shell.handler_tasks import run_async_handler, run_in_thread, run_returned
 from sqsbatch._sync.door import SyncSqs
 from sqsbatch._sync.flavour import BatchHandler
@@ -68,7 +69,9 @@ class TestMessage:
     `attempts` (1 on the first delivery, `max_retries + 1` on the last), `timestamp` (the send,
     timezone-aware, kept to the millisecond as SQS keeps it; default now), `attributes`,
     `group_id` (FIFO), `content_type`, `ttl_seconds` (a deadline from `timestamp`) and
-    `idempotency_key`, as `send` takes them."""
+    `idempotency_key`, as `send` takes them. `envelope="sns"` or `"eventbridge"`: the body
+    wrapped as SNS or EventBridge delivers it (`envelope_fields` add to or replace the
+    envelope's fields), for a config with the same `envelope`."""
 
     __test__ = False  # not a pytest test class, though its name starts with "Test"
 
@@ -82,6 +85,8 @@ class TestMessage:
     content_type: ContentType | None = None
     ttl_seconds: float | None = None
     idempotency_key: str | None = None
+    envelope: EnvelopeKind | None = None
+    envelope_fields: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -228,7 +233,7 @@ class _Run:
         visibility = config.visibility_timeout
         answer = Answer(raw, queue_url=queue, received_at=time.monotonic(), visibility=visibility)
         context = _context(queue, config)
-        screening = Screening(context, Screen(config.max_message_age, model))
+        screening = Screening(context, Screen(config.max_message_age, model, config.envelope))
         flow = intake(answer, screening, wall_clock=lambda: wall_now)
         taken = SyncSqs(_Accepting()).run(flow)  # the consumers' intake; `queue` is never called
         index = {id(delivery): i for i, delivery in enumerate(answer.all)}
@@ -335,7 +340,7 @@ def _received(index: int, item: TestMessage, queue: str, wall_now: float) -> dic
     """`item` as `ReceiveMessage` returns it, after a send checked by the producer's rules."""
     try:
         attempts, sent_ms = _delivery_fields(item, wall_now)
-        body, content_type = encode_body(item.body, item.content_type)
+        body, content_type = encode_body(*_wrapped(index, item, sent_ms))
         outbound = Outbound(
             body,
             Envelope(
@@ -359,6 +364,15 @@ def _received(index: int, item: TestMessage, queue: str, wall_now: float) -> dic
         "Attributes": system,
         "MessageAttributes": params["MessageAttributes"],
     }
+
+
+def _wrapped(index: int, item: TestMessage, sent_ms: int) -> tuple[object, ContentType | None]:
+    """The body and content type to send: `item`'s, or its body wrapped in its `envelope`."""
+    if item.envelope is None:
+        return item.body, item.content_type
+    fields, at = item.envelope_fields, sent_ms / 1000
+    body = wrap(item.envelope, item.body, message_id=f"envelope-{index}", sent_at=at, fields=fields)
+    return body, "text"
 
 
 def _delivery_fields(item: TestMessage, wall_now: float) -> tuple[int, int]:

@@ -24,6 +24,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from sqsbatch._async.door import AsyncSqs
@@ -50,7 +51,6 @@ from sqsbatch._core.intake import Screening, receive
 from sqsbatch._core.liveness import Liveness
 from sqsbatch._core.message import MessageBatch, _Delivery
 from sqsbatch._core.pause_state import check_pause
-from sqsbatch._core.receivers import Receivers
 from sqsbatch._core.receiving import Assembly, connections_for, is_idle, receive_visibility
 from sqsbatch._core.screening import Screen
 from sqsbatch._shell import tracing
@@ -128,7 +128,6 @@ class AsyncConsumer(Poller):
     async def _start(self) -> QueueContext:
         self._stopping.bind()
         self._changed.bind()
-        self._receivers = Receivers(self.config.max_concurrency)
         self._fatal = None
         url = await self._sqs.queue_url(self.queue)
         settings, _ = await self._sqs.run(read_settings(self.queue, url, self.config))
@@ -139,8 +138,10 @@ class AsyncConsumer(Poller):
         self._last_activity = self._clock()
         self._alive()  # the queue answered
         context = QueueContext.of(url, settings, dlq_url, self._limits)
+        self._new_slots(context)
         self._screening = Screening(
-            context, Screen(settings.config.max_message_age, self._body_model)
+            context,
+            Screen(settings.config.max_message_age, self._body_model, settings.config.envelope),
         )
         self._metrics = consumer_metrics(
             context.name, self.config, clock=self._clock, wall_clock=self._wall_clock
@@ -175,9 +176,12 @@ class AsyncConsumer(Poller):
             raise self._fatal
 
     async def _tend(self, slots: Slots, idle_seconds: float | None) -> None:
-        """Start receivers as they are wanted, until stopped (or idle)."""
-        while not self._stopping.is_set():
+        """Start receivers as they are wanted, until stopped (or idle); free slots start first
+        on FIFO group batches waiting for one (stopping, too: they are delivered)."""
+        while not self._stopping.is_set() or self._any_waiting():
             self._changed.clear()
+            for batch in self._handed_out():
+                slots.start(partial(self._serve, first=batch), idle_seconds)
             count = self._next_receivers(idle_seconds)
             if count is None:
                 break
@@ -185,6 +189,7 @@ class AsyncConsumer(Poller):
                 slots.start(self._serve, idle_seconds)
             await self._changed.wait(WAKE_SECONDS)
             self._look()
+            await self._keep_waiting()
             await self._check_pause()
 
     async def _check_pause(self) -> None:
@@ -195,22 +200,20 @@ class AsyncConsumer(Poller):
         url = self._require_context().url
         self._paused(await self._sqs.run(check_pause(url, now, last=self._holding.pause)))
 
-    async def _serve(self, idle_seconds: float | None) -> None:
-        """One slot: receive a batch of its own, then hand it to the handler and settle it; again,
-        in the same slot, while a receiver is wanted (an all-acked batch's deletes may be still out
-        meanwhile: `Behind`)."""
+    async def _serve(
+        self, idle_seconds: float | None, first: list[_Delivery] | None = None
+    ) -> None:
+        """One slot: receive a batch of its own (or start on `first`, a FIFO group's batch
+        waiting for a slot), then hand it to the handler and settle it; again, in the same slot,
+        on a waiting group batch or while a receiver is wanted (an all-acked batch's deletes may
+        be still out meanwhile: `Behind`)."""
         behind = Behind()
         again = True
         try:
             while again:
-                deliveries: list[_Delivery] = []
-                probe = False
-                try:
-                    deliveries, probe = await self._assemble(idle_seconds)
-                except Exception:  # a bug of ours: what was received reappears later
-                    log.exception("receiving from %s failed", self.queue)
-                finally:
-                    self._stopped_receiving(with_batch=bool(deliveries))
+                deliveries, probe = first or [], False
+                if first is None:
+                    deliveries, probe = await self._take_batch(idle_seconds)
                 if not deliveries:
                     return
                 again, taken = False, False
@@ -219,9 +222,24 @@ class AsyncConsumer(Poller):
                     again = not taken
                 finally:
                     if not taken:  # else the watcher settled the batch and freed the slot
-                        again = self._settled(idle_seconds, again=again)
+                        first = self._next_waiting() if again else None
+                        if first is None:
+                            again = self._settled(idle_seconds, again=again)
         finally:
             await behind.wait()
+
+    async def _take_batch(self, idle_seconds: float | None) -> tuple[list[_Delivery], bool]:
+        """Receive a batch (`_assemble`); on a FIFO queue by group, the first group's."""
+        deliveries: list[_Delivery] = []
+        probe = False
+        try:
+            deliveries, probe = await self._assemble(idle_seconds)
+            deliveries = self._by_group(deliveries, probe)
+        except Exception:  # a bug of ours: what was received reappears later
+            log.exception("receiving from %s failed", self.queue)
+        finally:
+            self._stopped_receiving(with_batch=bool(deliveries))
+        return deliveries, probe
 
     async def _assemble(self, idle_seconds: float | None) -> tuple[list[_Delivery], bool]:
         """Receive until the batch is due (full or window closed), or until stop/idle; asks
@@ -263,6 +281,7 @@ class AsyncConsumer(Poller):
 
     async def _receive(self, asked: int, wait_seconds: int, window_left: float) -> list[_Delivery]:
         context = self._require_context()
+        attempt_id = self._attempt(asked)
         flow = receive(
             self.queue,
             context.url,
@@ -275,8 +294,11 @@ class AsyncConsumer(Poller):
             random=self._random,
             limits=self._limits,
             screening=self._screening,
+            attempt_id=attempt_id,
         )
         received = await self._sqs.run(flow)
+        retry = "receive_errors" in received.counts and received.fatal is None
+        self._attempted(attempt_id, asked, retry=retry)
         self._count(received.counts)
         if "receive_errors" not in received.counts:
             self._alive()
@@ -404,6 +426,16 @@ class AsyncConsumer(Poller):
             if rest is None:
                 running.trace.finish()
         return rest
+
+    async def _keep_waiting(self) -> None:
+        """The messages of FIFO group batches waiting for a slot stay hidden meanwhile."""
+        batch = self._waiting_due()
+        if batch is None:
+            return
+        try:
+            await self._heartbeat(batch)
+        except Exception:  # a bug of ours: their slot's heartbeat still extends them
+            log.exception("a heartbeat of %s failed", self.queue)
 
     async def _heartbeat(self, batch: MessageBatch) -> None:
         flow = heartbeat(

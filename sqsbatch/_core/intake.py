@@ -149,7 +149,8 @@ def intake(
 
 def nothing_to_take(screening: Screening | None) -> bool:
     """Whether `intake` would leave messages that carry no message attributes as they came: no
-    delay hop or deadline can be on them (sqsbatch's attribute is absent) and nothing screens.
+    delay hop or deadline can be on them (sqsbatch's attribute is absent) and nothing screens
+    (no `max_message_age`, no `body_model`, no `envelope` to unwrap: `Screen.idle`).
     The Lambda adapter's short path (`sqsbatch._lambda_hot`) runs only then, so a step added
     to `intake` says here too whether it applies to such messages."""
     return screening is None or screening.screen.idle
@@ -242,12 +243,23 @@ class Received:
 
 
 def receive_messages(
-    queue_url: str, *, asked: int, wait_seconds: int, visibility: int, queue: str | None = None
+    queue_url: str,
+    *,
+    asked: int,
+    wait_seconds: int,
+    visibility: int,
+    queue: str | None = None,
+    attempt_id: str | None = None,
 ) -> Flow[list[dict[str, Any]]]:
     """One `ReceiveMessage`: the messages as SQS returned them. A failure raises (`queue` is
-    the name it gives; default: the one in `queue_url`)."""
+    the name it gives; default: the one in `queue_url`). `attempt_id`: a FIFO queue's
+    `ReceiveRequestAttemptId` (`_core.receive_attempts`)."""
     params = receive_params(
-        queue_url, max_messages=asked, wait_seconds=wait_seconds, visibility_timeout=visibility
+        queue_url,
+        max_messages=asked,
+        wait_seconds=wait_seconds,
+        visibility_timeout=visibility,
+        attempt_id=attempt_id,
     )
     answer = yield Request("receive_message", params, queue)
     messages: list[dict[str, Any]] = answer.get("Messages", [])
@@ -267,6 +279,7 @@ def receive(
     random: Uniform,
     limits: SqsLimits = SQS_LIMITS,
     screening: Screening | None = None,
+    attempt_id: str | None = None,
 ) -> Flow[Received]:
     """A poller's receive: `receive_messages`, then `intake` (early hops postponed; with
     `screening`, messages past their deadline or with an invalid body dead-lettered).
@@ -274,10 +287,16 @@ def receive(
     `received_at` is the monotonic time taken before the call (the 12 h ceiling counts from it);
     `wall_clock()` is read after the answer, to tell early hops. A transient failure asks for a
     pause (exponential, with jitter); a permanent one is fatal (`ReceiveErrors.after`).
+    `attempt_id`: a FIFO queue's `ReceiveRequestAttemptId`, the same when the poller sends a
+    failed receive again (`_core.receive_attempts`).
     """
     try:
         raw = yield from receive_messages(
-            queue_url, asked=asked, wait_seconds=wait_seconds, visibility=visibility
+            queue_url,
+            asked=asked,
+            wait_seconds=wait_seconds,
+            visibility=visibility,
+            attempt_id=attempt_id,
         )
     except SqsBatchError as exc:
         return _failed(queue, exc, errors, random)

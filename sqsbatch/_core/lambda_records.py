@@ -76,6 +76,10 @@ class RecordDelivery(_Delivery):
         return str(self.record["messageId"])
 
     @property
+    def raw_body(self) -> str:
+        return str(self.record["body"])
+
+    @property
     def id(self) -> str:
         return _message_id(self.record, self._envelope)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar, overload
@@ -40,7 +40,14 @@ class _Delivery:
     a front end may read its fields lazily (the Lambda adapter's records do).
     """
 
-    __slots__ = ("_decoded", "at_ceiling", "hidden_until", "receipt_handle", "received_at")
+    __slots__ = (
+        "_decoded",
+        "_outer",
+        "at_ceiling",
+        "hidden_until",
+        "receipt_handle",
+        "received_at",
+    )
 
     def __init__(
         self,
@@ -121,6 +128,22 @@ class _Delivery:
         """`body_model` validated the body: the handler sees `body` (re-sends keep the raw)."""
         self._decoded = replace(self.decoded, body=body)
 
+    @property
+    def raw_body(self) -> str:
+        """The body as SQS holds it (what re-sends send)."""
+        return self.decoded.raw_body
+
+    @property
+    def outer(self) -> Mapping[str, Any] | None:
+        """The SNS or EventBridge envelope's fields, once unwrapped (`unwrapped`); else None."""
+        return getattr(self, "_outer", None)  # a slot set only by `unwrapped`
+
+    def unwrapped(self, body: Any, fields: Mapping[str, Any]) -> None:
+        """An envelope was opened (`_core.unwrap`): the handler sees its inner `body` and its
+        `fields` (re-sends keep the raw body, envelope and all)."""
+        self.validated(body)
+        self._outer = fields
+
     def message(self, ledger: Ledger, index: int) -> Message:
         """Its `Message` in a batch, message `index` of `ledger`'s."""
         return Message(self, ledger, index)
@@ -163,6 +186,14 @@ class Message:
         """The body as sent: a JSON value, a `str` or `bytes` (with `body_model`: the
         validated value)."""
         return self._delivery.body
+
+    @property
+    def envelope(self) -> Mapping[str, Any] | None:
+        """With `envelope = "sns"` or `"eventbridge"`: the envelope's fields but the inner
+        message (SNS's `Type`, `MessageId`, `TopicArn`, `Subject`, `Timestamp`,
+        `MessageAttributes`...; EventBridge's `id`, `source`, `detail-type`, `time`, `region`,
+        `resources`...), read-only. None without an envelope."""
+        return self._delivery.outer
 
     @property
     def timestamp(self) -> datetime:

@@ -8,7 +8,11 @@ that came back full (as many messages as it asked for, 10 or what its window cou
 is evidence of a backlog and lets one more free slot start receiving; a short one shrinks that
 allowance back by one, so an empty queue costs one long poll at a time whatever
 `max_concurrency` is. A receiver asks only for what its own window can take, so nothing is
-prefetched and later released.
+prefetched and later released. On a FIFO queue a window split by group (`_core.groups`) leaves
+batches `waiting` for a slot: free slots start on them before any new receiver does. On a FIFO
+queue (`fifo`) a receive that got anything counts as full: it is the groups in flight, not an
+empty queue, that cut a FIFO receive short, and each batch settled frees its groups' next
+messages for the slot's next receive.
 
 Pure: no clock, no I/O, no lock; the shells hold it under their lock and execute what it says.
 """
@@ -22,16 +26,31 @@ __all__ = ["Receivers"]
 
 @dataclass
 class Receivers:
-    """The slots of one poller: `receiving` assemble batches, `handling` run or settle one."""
+    """The slots of one poller: `receiving` assemble batches, `handling` run or settle one;
+    `waiting`: batches received (a FIFO window's other groups) that no slot holds yet."""
 
     slots: int
     allowed: int = 1
     receiving: int = 0
     handling: int = 0
+    waiting: int = 0
+    fifo: bool = False
 
     @property
     def in_flight(self) -> int:
-        return self.receiving + self.handling
+        return self.receiving + self.handling + self.waiting
+
+    @property
+    def takers(self) -> int:
+        """How many free slots would start on a waiting batch now."""
+        return max(0, min(self.waiting, self.slots - self.receiving - self.handling))
+
+    def take_waiting(self) -> int:
+        """Free slots start on waiting batches (counted as handling from here on): how many."""
+        count = self.takers
+        self.waiting -= count
+        self.handling += count
+        return count
 
     @property
     def startable(self) -> int:
@@ -55,7 +74,7 @@ class Receivers:
     def received(self, *, got: int, asked: int) -> bool:
         """Record one receive; True when its receiver is now surplus (more receivers than the
         allowance), so it ends unless its window already holds messages."""
-        if got >= asked:
+        if got >= asked or (self.fifo and got > 0):
             self.allowed = min(self.slots, self.allowed + 1)
         else:
             self.allowed = max(1, self.allowed - 1)
@@ -68,7 +87,7 @@ class Receivers:
         if not with_batch:
             return True
         self.handling += 1
-        return self.startable > 0
+        return self.startable > 0 or self.takers > 0
 
     def settled(self, *, again: bool = False, stopping: bool = False, idle: bool = False) -> bool:
         """A batch was handled and settled. `again`: its slot goes on receiving (True, counted as

@@ -139,6 +139,10 @@ class ReceivedDelivery(_Delivery):
         return body
 
     @property
+    def raw_body(self) -> str:
+        return str(self.raw.get("Body", ""))
+
+    @property
     def id(self) -> str:
         return self._envelope.id or self.raw["MessageId"]
 

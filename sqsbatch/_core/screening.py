@@ -17,6 +17,11 @@ telling why it died, instead of being deleted by a consumer reading its DLQ (a D
 of its own). Redriven back to its source (or moved back by SQS's move task), it is screened
 again as any message is.
 
+With an envelope (`envelope = "sns"` or `"eventbridge"`), the body is unwrapped first
+(`_core.unwrap`): the handler, and `body_model`, see the inner message, and `message.envelope`
+the envelope's fields. A body that is not the named envelope is dead-lettered with reason
+`invalid_body` too (not when that is what it already died of: it reaches the handler raw).
+
 `screen` sorts a receive's deliveries; `close_screened` turns the doomed ones into a `Closing`
 that the same settle flows as a handled batch execute (`flows.settle`, `flows.settle_for_lambda`).
 """
@@ -34,6 +39,7 @@ from sqsbatch._core.context import QueueContext
 from sqsbatch._core.envelope import EXPIRED, INVALID_BODY, Death, Envelope, ErrorInfo
 from sqsbatch._core.ledger import Action, ActionKind, LastFailure
 from sqsbatch._core.message import MessageBatch, _Delivery, ledger_of
+from sqsbatch._core.unwrap import EnvelopeError, EnvelopeKind, unwrap
 from sqsbatch.errors import ConfigError
 
 __all__ = [
@@ -69,8 +75,9 @@ class BodyModel:
 
     def validate(self, delivery: _Delivery) -> Any:
         """The validated body; `ValidationError` when it is invalid. A body that arrived as
-        text (a foreign producer: SNS, EventBridge) is validated as JSON text."""
-        if delivery.decoded.envelope.content_type == "text":
+        text (a foreign producer: SNS, EventBridge) is validated as JSON text; the inner
+        message of an envelope (`_core.unwrap`), as the value it was read as."""
+        if delivery.outer is None and delivery.decoded.envelope.content_type == "text":
             return self.adapter.validate_json(delivery.decoded.raw_body)
         return self.adapter.validate_python(delivery.body)
 
@@ -81,10 +88,12 @@ class Screen:
 
     max_message_age: float | None = None
     body_model: BodyModel | None = None
+    envelope: EnvelopeKind | None = None
+    """Unwrap every body from this envelope first (`_core.unwrap`)."""
 
     @property
     def idle(self) -> bool:
-        return self.max_message_age is None and self.body_model is None
+        return self.max_message_age is None and self.body_model is None and self.envelope is None
 
 
 def deadline(delivery: _Delivery, max_message_age: float | None) -> float | None:
@@ -133,15 +142,31 @@ def screen(
             if due is not None and due <= wall_now:
                 found.doomed.append(Doomed(delivery, EXPIRED))
                 continue
-        if how.body_model is not None and (died is None or died.reason != INVALID_BODY):
-            try:
-                delivery.validated(how.body_model.validate(delivery))
-            except ValidationError as exc:
-                why = ErrorInfo("ValidationError", _first_error(exc), wall_now)
-                found.doomed.append(Doomed(delivery, INVALID_BODY, why))
+        if how.body_model is not None or how.envelope is not None:
+            why = _body_error(delivery, how, died is not None and died.reason == INVALID_BODY)
+            if why is not None:
+                found.doomed.append(Doomed(delivery, INVALID_BODY, ErrorInfo(*why, wall_now)))
                 continue
         found.live.append(delivery)
     return found
+
+
+def _body_error(delivery: _Delivery, how: Screen, rested: bool) -> tuple[str, str] | None:
+    """Why the body is invalid (the error's type and message): not the envelope `how` names,
+    or not what `body_model` accepts; None when it is valid (unwrapped and validated for the
+    handler). `rested`: it already died of an invalid body, so it is not dead-lettered again."""
+    if how.envelope is not None:
+        try:
+            opened = unwrap(how.envelope, delivery.raw_body)
+        except EnvelopeError as exc:
+            return None if rested else ("EnvelopeError", str(exc)[:MAX_ERROR_CHARS])
+        delivery.unwrapped(opened.body, opened.fields)
+    if how.body_model is not None and not rested:
+        try:
+            delivery.validated(how.body_model.validate(delivery))
+        except ValidationError as exc:
+            return "ValidationError", _first_error(exc)
+    return None
 
 
 def _first_error(exc: ValidationError) -> str:

@@ -59,9 +59,16 @@ def is_url(queue: str) -> bool:
 
 
 def receive_params(
-    queue_url: str, *, max_messages: int, wait_seconds: int, visibility_timeout: int
+    queue_url: str,
+    *,
+    max_messages: int,
+    wait_seconds: int,
+    visibility_timeout: int,
+    attempt_id: str | None = None,
 ) -> dict[str, Any]:
-    return {
+    """A `ReceiveMessage`'s parameters; `attempt_id`: FIFO's `ReceiveRequestAttemptId`
+    (`_core.receive_attempts`)."""
+    params: dict[str, Any] = {
         "QueueUrl": queue_url,
         "MaxNumberOfMessages": max_messages,
         "WaitTimeSeconds": wait_seconds,
@@ -69,6 +76,9 @@ def receive_params(
         "MessageSystemAttributeNames": RECEIVE_SYSTEM_ATTRIBUTES,
         "MessageAttributeNames": ["All"],
     }
+    if attempt_id is not None:
+        params["ReceiveRequestAttemptId"] = attempt_id
+    return params
 
 
 def is_transient(error: SqsBatchError) -> bool:

@@ -15,6 +15,7 @@ import logging
 import os
 import random
 import signal
+import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -30,15 +31,17 @@ from sqsbatch._core.closing import (
 )
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.flows import Settled
+from sqsbatch._core.groups import Waiting, group_batches, splits_groups
 from sqsbatch._core.holding import Hold, Holding, close_held
 from sqsbatch._core.intake import ReceiveErrors, Screening
 from sqsbatch._core.ledger import Outcome
 from sqsbatch._core.liveness import Liveness, Pulse, all_busy, default_stall_seconds
-from sqsbatch._core.message import MessageBatch
+from sqsbatch._core.message import MessageBatch, _Delivery
 from sqsbatch._core.metrics import batch_sample
 from sqsbatch._core.pause_state import PauseCheck, next_check
 from sqsbatch._core.protection import expires_minutes_for
 from sqsbatch._core.queue_settings import check_dead_letter_queue
+from sqsbatch._core.receive_attempts import ReceiveAttempts
 from sqsbatch._core.receivers import Receivers
 from sqsbatch._core.receiving import is_idle
 from sqsbatch._core.screening import BodyModel
@@ -113,6 +116,8 @@ class Poller:
         self._clock = clock
         self._wall_clock = wall_clock
         self._receivers = Receivers(self.config.max_concurrency)
+        self._waiting = Waiting()  # FIFO: group batches waiting for a slot (`_core.groups`)
+        self._attempts = ReceiveAttempts(lambda: uuid.uuid4().hex)  # FIFO receives' attempt ids
         self._random = random.Random()
         self._context: QueueContext | None = None
         self._screening: Screening | None = None
@@ -239,6 +244,69 @@ class Poller:
         for level, text in settled.lines:
             log.log(level, "%s", text)
         return settled.rest
+
+    # -- FIFO: groups in parallel (`_core.groups`), receive attempt ids -------------------------
+
+    def _new_slots(self, context: QueueContext) -> None:
+        """A run's slots, none in use, no batch waiting."""
+        self._receivers = Receivers(self.config.max_concurrency, fifo=context.fifo)
+        self._waiting = Waiting()
+
+    def _by_group(self, deliveries: list[_Delivery], probe: bool) -> list[_Delivery]:
+        """A FIFO window split by group (`fifo_batches = "by_group"`): the first group's batch
+        is this slot's, the others wait for slots of their own (the loop hears of them)."""
+        fifo = self._require_context().fifo
+        if not deliveries or not splits_groups(
+            fifo=fifo,
+            fifo_batches=self.config.fifo_batches,
+            slots=self.config.max_concurrency,
+            probe=probe,
+        ):
+            return deliveries
+        first, *others = group_batches(deliveries)
+        if others:
+            with self._lock:
+                self._waiting.put(self._receivers, others)
+        return first
+
+    def _handed_out(self) -> list[list[_Delivery]]:
+        """The waiting group batches that free slots start on now."""
+        with self._lock:
+            return self._waiting.hand_out(self._receivers)
+
+    def _next_waiting(self) -> list[_Delivery] | None:
+        """A slot's batch is settled: the next waiting group batch is its (else None)."""
+        with self._lock:
+            return self._waiting.next(self._receivers)
+
+    def _any_waiting(self) -> bool:
+        with self._lock:
+            return bool(self._waiting)
+
+    def _waiting_due(self) -> MessageBatch | None:
+        """The waiting group batches' messages, as one batch for the heartbeat, when any needs
+        its visibility extended now (else None)."""
+        with self._lock:
+            due = self._waiting.due(self._clock(), self.config.visibility_timeout)
+        return MessageBatch(self._require_context().name, due) if due else None
+
+    def _attempt(self, asked: int) -> str | None:
+        """A FIFO receive's `ReceiveRequestAttemptId` (`_core.receive_attempts`); else None."""
+        if not self._require_context().fifo:
+            return None
+        with self._lock:
+            return self._attempts.claim(asked, self._clock())
+
+    def _attempted(self, attempt_id: str | None, asked: int, *, retry: bool) -> None:
+        """The receive is done: `retry` (it failed for a passing reason) keeps its attempt id
+        for the next receive asking as many."""
+        if attempt_id is None:
+            return
+        with self._lock:
+            if retry:
+                self._attempts.failed(attempt_id, asked)
+            else:
+                self._attempts.answered(attempt_id)
 
     # -- health and the watchdog -----------------------------------------------------------------
 

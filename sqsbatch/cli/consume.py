@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
@@ -90,6 +91,25 @@ BodyModelOption = Annotated[
         "TypeAdapter takes); an invalid one is dead-lettered (reason invalid_body).",
     ),
 ]
+
+
+class Envelope(StrEnum):
+    """`--envelope`'s choices: the setting's values (`sqsbatch._core.unwrap.ENVELOPES`, which
+    tests/cli/test_cli_envelope.py compares)."""
+
+    SNS = "sns"
+    EVENTBRIDGE = "eventbridge"
+
+
+EnvelopeOption = Annotated[
+    Envelope | None,
+    typer.Option(
+        help="Each body is an SNS notification or an EventBridge event: the handler gets its "
+        "message (its detail), message.envelope the rest; another body is dead-lettered "
+        "(reason invalid_body). Default: none.",
+        show_default=False,
+    ),
+]
 PollSecondsOption = Annotated[
     int,
     typer.Option(
@@ -142,6 +162,7 @@ def consume(
     idle_seconds: IdleSecondsOption = None,
     max_message_age: MaxMessageAgeOption = None,
     body_model: BodyModelOption = None,
+    envelope: EnvelopeOption = None,
     poll_seconds: PollSecondsOption = 20,
     health_file: HealthFileOption = None,
     stall_seconds: StallSecondsOption = None,
@@ -175,6 +196,7 @@ def consume(
         visibility_timeout=visibility_timeout,
         stall_seconds=stall_seconds,
         max_message_age=max_message_age,
+        envelope=None if envelope is None else envelope.value,
     )
     if idle_seconds is not None and not once:
         raise typer.BadParameter(

@@ -28,11 +28,29 @@ every account of moto's answer, yet in the queue again, for good: moto ignores a
 it has deleted); a send appended during a rebuild was lost. Seen once in a test run under load:
 60 messages acked and deleted without an error, 10 of them still in the queue.
 
+And four of moto's receive (`SQSBackend.receive_message`), which pollers with many slots hit.
+It checks that a message is visible, then marks it received, unlocked: two receives at once
+could both return it (the second with a receive count of 2, milliseconds after the first; the
+demo's four slots handled an "ok" message twice in about one run of 75 under load). On FIFO
+queues (issue 31) it reads which groups are in flight once, at its start, then marks what
+it takes, unlocked: two receives at once could each take messages of one group, the group's
+first in one and its next in the other (seen in bench/fifo_groups.py, 1 drain in 6 at 16 slots:
+a group handled out of order). Its long poll keeps that first reading for the whole wait, so a
+group freed meanwhile (its messages deleted) is not seen until the next receive. And that poll
+waits for "any visible message", which returns at once while the visible ones are of groups in
+flight: it spun, pass after pass, for the whole wait (16 receives held a moto server at 17 of 20
+CPU seconds in one drain). The replacement runs moto's own receive without a wait, one pass at a
+time, under the queue's lock (the one `add_message` sends under); between passes a long poll
+waits, the lock released, for a send or a delete (the patched delete notifies), at most a
+second, and ends at its deadline without another pass, as moto's does (a pass after it handed
+out messages whose visibility had just run out): each pass reads the groups in flight afresh,
+and nothing spins.
+
 Guard: only moto 5.2.x whose replaced members, and the members their answers rely on, have
-exactly the source this was written against (sha256 of each: the same in 5.2.0 to 5.2.3 and in
-5.2.5). Any other moto runs unpatched (slower as queues grow, and with that race) after one
-warning line; the tests (tests/dev/test_local_speed.py) fail if the pinned moto no longer
-fits.
+exactly the source this was written against (sha256 of each: moto 5.2.5, the pinned one; all but
+`receive_message` are the same in 5.2.0 to 5.2.3). Any other moto runs unpatched (slower as
+queues grow, and with those races) after one warning line; the tests
+(tests/dev/test_local_speed.py) fail if the pinned moto no longer fits.
 """
 
 from __future__ import annotations
@@ -70,6 +88,9 @@ _REPLACED: dict[Member, str] = {
     ("Queue", "delete_message"): (
         "9c3d8164626a09868c0cb3bec31169f5fed7116aa1ef5998bd49bf27b8de03b2"
     ),
+    ("SQSBackend", "receive_message"): (  # this one checked against 5.2.5 only
+        "79cac41881a077fd1837ee15783296df9545361d05925dc9b5f71c2134d26730"
+    ),
 }
 # Not replaced, but the replacements give the same answers only while these stay as they are.
 _RELIED_ON: dict[Member, str] = {
@@ -101,7 +122,7 @@ def apply(moto_version: str | None = None) -> bool:
                 _warned.add(reason)
                 log.warning(
                     "local SQS: %s; running it unpatched (slower as queues grow, and concurrent"
-                    " deletes may not stick)",
+                    " deletes may not stick nor receives be exclusive)",
                     reason,
                 )
             return False
@@ -196,6 +217,26 @@ def _fast_members(models: Any) -> dict[Member, Any]:
     def delete_message(self: Any, receipt_handle: str) -> None:
         with self._messages_lock:  # moto's `add_message` appends under it
             own_delete(self, receipt_handle)
+            self._messages_lock.notify_all()  # a long poll looks again: a FIFO group may be free
+
+    own_receive = original("SQSBackend", "receive_message")
+
+    def receive_message(
+        self: Any, queue_name: str, count: int, wait_seconds_timeout: int, *args: Any
+    ) -> Any:
+        """moto's own receive, one pass at a time under the queue's lock; between passes, a
+        long poll waits (lock released) for a send or a delete, at most a second."""
+        queue = self.get_queue(queue_name)
+        polling_end = models.unix_time() + wait_seconds_timeout
+        with queue._messages_lock:
+            while True:
+                found = own_receive(self, queue_name, count, 0, *args)
+                left = polling_end - models.unix_time()
+                if found or left <= 0:
+                    return found
+                queue._messages_lock.wait(min(left, 1.0))
+                if models.unix_time() > polling_end:  # moto's order: the deadline, then a pass
+                    return []
 
     return {
         ("SQSBackend", "is_message_valid_based_on_retention_period"): (
@@ -209,4 +250,5 @@ def _fast_members(models: Any) -> dict[Member, Any]:
             approximate_number_of_messages_not_visible
         ),
         ("Queue", "delete_message"): delete_message,
+        ("SQSBackend", "receive_message"): receive_message,
     }

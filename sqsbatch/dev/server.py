@@ -13,7 +13,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from sqsbatch._shell.botocore import client_config
-from sqsbatch.dev import moto_speedup
+from sqsbatch.dev import moto_dynamodb, moto_speedup
 from sqsbatch.errors import SqsBatchError
 
 __all__ = ["LOCAL_CREDENTIALS", "LocalSqs"]
@@ -61,6 +61,7 @@ class LocalSqs:
         if self._port:
             _check_free(self._host, self._port)
         moto_speedup.apply()  # once per process; a moto it does not fit logs one line, unpatched
+        moto_dynamodb.apply()  # DynamoDB requests one at a time, as its transactions need
         # moto logs every request through werkzeug; only errors are worth showing, each in one
         # line (werkzeug logs a failed request with moto's whole traceback).
         werkzeug = logging.getLogger("werkzeug")

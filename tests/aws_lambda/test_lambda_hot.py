@@ -209,6 +209,7 @@ LEFT_TO_THE_GENERAL_PATH: dict[str, tuple[dict[str, Any], dict[str, Any], Handle
     "metrics": ({"metrics": "emf"}, {}, lambda batch: None),
     "max_message_age": ({"max_message_age": 3600}, {}, lambda batch: None),
     "body_model": ({}, {"body_model": int}, lambda batch: None),
+    "envelope": ({"envelope": "sns"}, {}, lambda batch: None),  # issue 31 item 4
     "an async handler": ({}, {}, _async_handler),
 }
 

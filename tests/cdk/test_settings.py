@@ -190,12 +190,16 @@ def test_lambda_concurrency_is_the_consumers_within_lambdas_range() -> None:
 
 def test_the_environment_rebuilds_the_same_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     config = consumer_config(
-        max_batch_size=25, max_batch_timeout=2.5, max_retries=4, dead_letter_queue="d"
+        max_batch_size=25,
+        max_batch_timeout=2.5,
+        max_retries=4,
+        dead_letter_queue="d",
+        envelope="sns",  # issue 31 item 4: a deployed consumer unwraps as configured
     )
     for key, value in consumer_environment(config).items():
         monkeypatch.setenv(key, value)
     assert consumer_config() == config
-    assert os.environ["SQSBATCH_MAX_RETRIES"] == "4"
+    assert (os.environ["SQSBATCH_MAX_RETRIES"], os.environ["SQSBATCH_ENVELOPE"]) == ("4", "sns")
 
 
 def test_the_lambda_construct_checks_the_queue_it_is_given(tmp_path: Path) -> None:

@@ -20,6 +20,8 @@ DEFAULTS = {
     "visibility_timeout": 30,
     "handler_timeout": 900.0,
     "max_message_age": None,
+    "fifo_batches": "by_group",  # FIFO pollers: a batch per group, groups in parallel slots
+    "envelope": None,  # issue 31 item 4: no SNS/EventBridge envelope to unwrap (docs/envelopes.md)
     "stall_seconds": None,  # three long polls plus visibility_timeout (docs/operations.md)
     "read_timeout_margin": 10.0,
     "metrics": "off",  # "emf": CloudWatch Embedded Metric Format lines on stdout
@@ -62,6 +64,7 @@ def test_defaults_are_cloudflare_s() -> None:
             "A-Z",
         ),
         ("metrics_interval", [0.5, 3600], [0, -1, 3601], "float"),
+        ("fifo_batches", ["by_group", "mixed"], ["groups", "BY_GROUP", "", 1], "'by_group' or"),
     ],
 )
 def test_bounds(setting: str, good: list[Any], bad: list[Any], accepted: str) -> None:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import itertools
 import logging
 import sys
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +22,7 @@ import pytest
 
 from sqsbatch.dev import moto_speedup
 from sqsbatch.dev.server import LocalSqs
+from tests.support.waiting import wait_for
 
 models: Any = importlib.import_module("moto.sqs.models")  # moto's internals, untyped here
 
@@ -29,6 +32,7 @@ REPLACED = [
     ("Queue", "approximate_number_of_messages_delayed"),
     ("Queue", "approximate_number_of_messages_not_visible"),
     ("Queue", "delete_message"),
+    ("SQSBackend", "receive_message"),
 ]
 NOW = 1_800_000_000.0  # moto's clock, frozen by `frozen_clock`, in seconds
 REAL_CLOCK = (models.unix_time, models.unix_time_millis)
@@ -252,9 +256,153 @@ def deletes_and_sends_at_once(backend: Any, threads: int = 8, each: int = 50) ->
 
 
 @pytest.mark.usefixtures("local_sqs")
-def test_concurrent_deletes_and_sends_neither_bring_back_nor_lose_a_message() -> None:
+def test_concurrent_deletes_and_sends_neither_bring_back_nor_lose_a_message(
+    local_sqs: LocalSqs,
+) -> None:
     # Given 400 received messages, deleted by 8 threads at once while a 9th sends 400 more
     backend = models.SQSBackend("us-east-1", "123456789012")
     left = deletes_and_sends_at_once(backend)
     # Then every deleted message is gone and every sent one is there
     assert left == sorted(f"new-{n}" for n in range(400))
+
+
+def scans_of_a_fifo_long_poll(monkeypatch: pytest.MonkeyPatch) -> int:
+    """How often a 1 s long poll on a FIFO queue scans the queue while its one visible message
+    cannot be received (an earlier message of its group is in flight)."""
+    backend = models.SQSBackend("us-east-1", "123456789012")
+    backend.create_queue("locked.fifo", FifoQueue="true", ContentBasedDeduplication="true")
+    for body in ("g1", "g2"):
+        backend.send_message("locked.fifo", body, group_id="g")
+    assert len(backend.receive_message("locked.fifo", 1, 0, 30)) == 1  # g1 in flight
+    scans = 0
+    messages = models.Queue.__dict__["messages"]
+
+    def counted(queue: Any) -> Any:
+        nonlocal scans
+        scans += 1
+        return messages.fget(queue)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(models.Queue, "messages", property(counted))
+        assert backend.receive_message("locked.fifo", 10, 1, 30) == []
+    return scans
+
+
+@pytest.mark.usefixtures("local_sqs")
+def test_a_fifo_long_poll_over_a_locked_group_waits_without_spinning(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A pass over the queue, then a wait that a send or the end of the poll ends: a few scans
+    assert scans_of_a_fifo_long_poll(monkeypatch) <= 5
+
+
+@pytest.mark.usefixtures("moto_as_is")
+def test_motos_own_fifo_long_poll_spins_over_a_locked_group(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # What the speed-up removes: moto waits for "any visible message", and g2 is visible, so its
+    # wait returns at once, pass after pass, for the whole poll (16 such polls held a moto
+    # server at 17 of 20 CPU seconds in bench/fifo_groups.py)
+    assert scans_of_a_fifo_long_poll(monkeypatch) > 100
+
+
+def groups_received_twice(backend: Any, threads: int = 8) -> set[str]:
+    """`threads` receives of 10 at once on a FIFO queue of 40 groups of 3 messages, with the
+    interpreter switching threads as often as it can: the groups that two receives both got."""
+    backend.create_queue("racy.fifo", FifoQueue="true", ContentBasedDeduplication="true")
+    for seq in range(3):
+        for group in range(40):
+            backend.send_message("racy.fifo", f"g{group}-{seq}", group_id=f"g{group}")
+    start = threading.Barrier(threads)
+    got: list[set[str]] = []
+
+    def receive() -> None:
+        start.wait()
+        answer = backend.receive_message("racy.fifo", 10, 0, 30)
+        got.append({m.group_id for m in answer})
+
+    workers = [threading.Thread(target=receive) for _ in range(threads)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    finally:
+        sys.setswitchinterval(interval)
+    return {group for a, b in itertools.combinations(got, 2) for group in a & b}
+
+
+@pytest.mark.usefixtures("local_sqs")
+def test_receives_at_once_never_share_a_fifo_group() -> None:
+    for _ in range(5):
+        assert groups_received_twice(models.SQSBackend("us-east-1", "123456789012")) == set()
+
+
+@pytest.mark.usefixtures("moto_as_is")
+def test_motos_own_receives_at_once_share_fifo_groups() -> None:
+    # What the lock removes: each receive reads the groups in flight at its start, so two at
+    # once each take messages of the same groups (about 32 of 40 groups, in every run here)
+    assert groups_received_twice(models.SQSBackend("us-east-1", "123456789012"))
+
+
+@pytest.mark.usefixtures("local_sqs")
+def test_a_fifo_long_poll_gets_a_group_s_next_message_once_the_earlier_is_deleted() -> None:
+    # Given g2 behind g1 in flight, and a long poll waiting
+    backend = models.SQSBackend("us-east-1", "123456789012")
+    backend.create_queue("freed.fifo", FifoQueue="true", ContentBasedDeduplication="true")
+    for body in ("g1", "g2"):
+        backend.send_message("freed.fifo", body, group_id="g")
+    (first,) = backend.receive_message("freed.fifo", 1, 0, 30)
+    got: list[Any] = []
+    polling = threading.Thread(
+        target=lambda: got.extend(backend.receive_message("freed.fifo", 10, 20, 30))
+    )
+    polling.start()
+    lock = backend.get_queue("freed.fifo")._messages_lock
+    wait_for(lambda: lock._waiters, "the long poll waiting")  # a Condition's waiters (CPython)
+    # When g1 is deleted, the poll gets g2 (moto's own returned nothing: it read the groups in
+    # flight once, at its start, and kept that reading for the whole 20 s)
+    backend.delete_message("freed.fifo", first.receipt_handle)
+    polling.join()
+    assert [m.body for m in got] == ["g2"]
+
+
+def receives_at_once(backend: Any, threads: int = 8, messages: int = 500) -> Counter[str]:
+    """`threads` threads receive `messages` messages ten at a time until the queue is empty, with
+    the interpreter switching threads as often as it can; how often each message was received."""
+    backend.create_queue("crowded")
+    for n in range(messages):
+        backend.send_message("crowded", f"m-{n}")
+    seen: Counter[str] = Counter()
+    lock = threading.Lock()
+    start = threading.Barrier(threads)
+
+    def receive() -> None:
+        start.wait()
+        while found := backend.receive_message("crowded", 10, 0, 300):
+            with lock:
+                seen.update(message.id for message in found)
+
+    workers = [threading.Thread(target=receive) for _ in range(threads)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    finally:
+        sys.setswitchinterval(interval)
+    return seen
+
+
+def test_concurrent_receives_never_hand_out_one_message_twice(local_sqs: LocalSqs) -> None:
+    # Given 500 messages received by 8 threads at once (moto's own receive: ~5 given out twice
+    # per run like this one, the demo's "ok" message handled twice)
+    backend = models.SQSBackend("us-east-1", "123456789012")
+    seen = receives_at_once(backend)
+    # Then each was received once, while its visibility timeout lasts
+    assert len(seen) == 500
+    assert [message for message, count in seen.items() if count > 1] == []

@@ -16,6 +16,7 @@ EXAMPLES = [
     "ecs_worker.py",
     "lambda_function.py",
     "redrive_once.py",
+    "sns_envelope.py",
     "sqsbatch.toml",
 ]
 
