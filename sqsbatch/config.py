@@ -196,6 +196,9 @@ class ConsumerConfig(_Settings):
     overloaded_fails_invocation: bool = False
     """Lambda: a handler that raises `Overloaded` also fails the invocation (its acked messages
     deleted first), so that the event source mapping backs off."""
+    keep_payloads: bool = False
+    """Large payloads in S3 (docs/payloads.md): an acked message's object stays (default: it is
+    deleted once SQS accepted the message's delete), as `S3Payloads(keep=True)`."""
 
     def model_post_init(self, context: Any, /) -> None:
         """The settings that are checked together (one line for the first problem)."""

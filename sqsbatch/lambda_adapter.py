@@ -23,6 +23,7 @@ from typing import Any, Protocol, cast, overload
 from sqsbatch._async.flavour import AsyncBatchHandler
 from sqsbatch._core.closing import close_batch, handler_end
 from sqsbatch._core.context import QueueContext
+from sqsbatch._core.fetching import delete_acked
 from sqsbatch._core.flows import acked_in_bulk, read_settings, settle, settle_for_lambda
 from sqsbatch._core.handlers import check_handler, is_async_handler
 from sqsbatch._core.holding import overloaded_seconds
@@ -43,6 +44,7 @@ from sqsbatch._shell import tracing
 from sqsbatch._shell.emf_writer import EmfMetrics, consumer_metrics
 from sqsbatch._shell.handler_alarm import run_sync_handler
 from sqsbatch._shell.handler_tasks import run_async_handler, run_returned
+from sqsbatch._shell.payload_store import PayloadStore, payload_store
 from sqsbatch._sync.door import SyncSqs, default_client
 from sqsbatch._sync.flavour import BatchHandler
 from sqsbatch.config import ConsumerConfig
@@ -97,6 +99,7 @@ class LambdaAdapter:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._abandoned: set[asyncio.Task[object]] = set()
         self._screened: Screening | None = None
+        self._payloads: PayloadStore | None = None  # large payloads in S3 (docs/payloads.md)
         self._endpoint_url: list[str | None] = []
         self._warm: dict[str, Warm] = {}  # per queue ARN, its plain events' hot path
 
@@ -169,21 +172,26 @@ class LambdaAdapter:
             log.error("re-sending early message %s failed: it will come back", _item(delivery))
         if taken.line is not None:
             log.log(taken.line[0], "%s", taken.line[1])
-        if taken.unsent or taken.refused:
-            listed += [_item(delivery) for delivery in (*taken.unsent, *taken.refused)]
+        if taken.unsent or taken.refused or taken.unread:
+            again = (*taken.unsent, *taken.refused, *taken.unread)
+            listed += [_item(delivery) for delivery in again]
         return taken.batch
 
     def _screening(self, queue: QueueContext) -> Screening:
         """What intake screens this queue's records with (kept while the queue's is kept)."""
-        kept = self._screened
+        kept, store = self._screened, self._payloads
+        if store is None or store.keep != queue.config.keep_payloads:
+            keep = queue.config.keep_payloads
+            store = self._payloads = payload_store(lambda: self._door().client, keep=keep)
         if (
             kept is None
             or kept.context is not queue
             or kept.screen.body_model is not self._body_model
+            or kept.payloads is not store
         ):
             config = queue.config
             screen = Screen(config.max_message_age, self._body_model, config.envelope)
-            kept = self._screened = Screening(queue, screen)
+            kept = self._screened = Screening(queue, screen, payloads=store)
         return kept
 
     def _process(
@@ -231,6 +239,8 @@ class LambdaAdapter:
             settled = acked_in_bulk(closing)
         else:
             settled = sqs.run(trace.calls(settle_for_lambda(closing, batch, self._limits)))
+        if self._payloads is not None and self._payloads.used:  # an offloaded message came
+            settled = sqs.run(delete_acked(settled, batch, closing.kinds, self._payloads))
         if metrics is not None:
             metrics.add(settled.counts)
             seconds = now - started

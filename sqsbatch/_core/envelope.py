@@ -39,6 +39,7 @@ __all__ = [
     "MAX_REASON_CHARS",
     "MOVED_BY_SQS",
     "MOVED_BY_SQS_TEXT",
+    "PAYLOAD_MISSING",
     "AttributeValue",
     "ContentType",
     "Death",
@@ -65,6 +66,8 @@ MAX_DEATHS = 10
 RETRIES_EXHAUSTED = "retries_exhausted"
 EXPIRED = "expired"
 INVALID_BODY = "invalid_body"
+PAYLOAD_MISSING = "payload_missing"
+"""A large payload's S3 object is gone (`sqsbatch._core.fetching`)."""
 MOVED_BY_SQS = "moved_by_sqs"
 """The reason of a message on a DLQ that SQS's RedrivePolicy moved there (no sqsbatch entry:
 a consumer crashed, or a consumer that is not sqsbatch gave up)."""

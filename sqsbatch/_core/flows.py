@@ -136,6 +136,9 @@ class Settled:
     rest: Flow[Settled] | None = None
     """`settle(..., deletes_later=True)`: phase two (the deletes), still to run; the counters and
     lines are its."""
+    undeleted: set[int] = field(default_factory=set)
+    """The indexes of the messages whose delete SQS did not accept (`_core.fetching` keeps
+    their payloads in S3: they may come back)."""
 
 
 def settle(
@@ -162,7 +165,7 @@ def settle(
         if deletes_later:
             return Settled({}, [], rest=_deletes(closing, batch, first, second))
         second = yield from batch_calls(second)
-    return Settled(tally(closing, first, second), _lines(closing, batch, first, second))
+    return _settled(closing, batch, first, second)
 
 
 def _deletes(
@@ -170,7 +173,17 @@ def _deletes(
 ) -> Flow[Settled]:
     """Phase two of `settle`, on its own: the whole batch's counters and lines at its end."""
     second = yield from batch_calls(second)
-    return Settled(tally(closing, first, second), _lines(closing, batch, first, second))
+    return _settled(closing, batch, first, second)
+
+
+def _settled(closing: Closing, batch: MessageBatch, first: BatchRun, second: BatchRun) -> Settled:
+    lines = _lines(closing, batch, first, second)
+    return Settled(tally(closing, first, second), lines, undeleted=_undeleted(second))
+
+
+def _undeleted(second: BatchRun) -> set[int]:
+    """The messages whose delete entry (`d<index>`) SQS did not accept."""
+    return {int(result.key[1:]) for result in second.failed() if result.key.startswith("d")}
 
 
 def _delete_acked(batch: MessageBatch, queue_url: str, limits: SqsLimits) -> Flow[BatchRun | None]:
@@ -214,7 +227,8 @@ def settle_for_lambda(
     deletes = [entry for entry in plan.second(sent) if int(entry.key[1:]) in decided.delete]
     second = yield from batch_calls(BatchRun(deletes, limits=limits))
     lines = _lines(closing, batch, first, second)
-    return Settled(tally(closing, first, second), lines, decided.listed)
+    undeleted = _undeleted(second)
+    return Settled(tally(closing, first, second), lines, decided.listed, undeleted=undeleted)
 
 
 def acked_in_bulk(closing: Closing) -> Settled:

@@ -8,7 +8,10 @@ and `intake` takes them through the same steps, in this order:
    (`receiving.split_deliveries`);
 2. postpone: they are re-sent for the time still to wait (`flows.postpone`); a poller deletes
    the originals, Lambda deletes what it is not told about;
-3. screen: messages past their deadline or with an invalid body (`screening.screen`) are
+3. fetch: large payloads in S3 (a message with `ExtendedPayloadSize`) fetched, one `GetObject`
+   each (`fetching.fetch`); a pointer whose object is gone joins the screened-out messages
+   (`payload_missing`), one S3 would not give now is left for SQS (`Taken.unread`);
+4. screen: messages past their deadline or with an invalid body (`screening.screen`) are
    dead-lettered before any handler (`screening.close_screened`, settled by `flows.settle`, or
    by `flows.settle_for_lambda`).
 
@@ -33,6 +36,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from sqsbatch._core.closing import Closing
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.delays import Uniform, pause_seconds
+from sqsbatch._core.fetching import Fetching, PayloadStore, fetch
 from sqsbatch._core.flows import Flow, Line, Request, Settled, postpone, settle, settle_for_lambda
 from sqsbatch._core.message import MessageBatch, _Delivery, deliveries_of
 from sqsbatch._core.receiving import Answer, split_deliveries
@@ -72,6 +76,10 @@ class Arrivals(Protocol[B_co]):
         """Whether any message carries its producer's deadline (`ttl_seconds`)."""
         ...
 
+    def offloaded(self) -> bool:
+        """Whether any message is a large payload's pointer (`ExtendedPayloadSize`)."""
+        ...
+
     def deliveries(self, early: Sequence[_Delivery]) -> list[_Delivery]:
         """A delivery for every message, in order, but the `early` ones."""
         ...
@@ -87,6 +95,9 @@ class Screening:
 
     context: QueueContext
     screen: Screen = field(default_factory=Screen)
+    payloads: PayloadStore | None = None
+    """Where large payloads are fetched from (`sqsbatch._shell.payload_store`): every front end
+    but `sqsbatch.testing` has one."""
 
 
 @dataclass(slots=True)
@@ -105,6 +116,8 @@ class Taken(Generic[B]):
     """The messages screened out, each with why (dead-lettered before their handler)."""
     line: Line | None = None
     """The messages dead-lettered before their handler (`_doomed_line`)."""
+    unread: Sequence[_Delivery] = ()
+    """Large payloads S3 would not give now: left for SQS (Lambda: reported, so they come back)."""
 
 
 def intake(
@@ -129,12 +142,19 @@ def intake(
             delete=not for_lambda,
             limits=limits,
         )
-    if screening is None or (screening.screen.idle and not arrivals.deadlines()):
+    fetched = yield from _fetch(arrivals, early, screening, counts, wall_now=wall_clock())
+    if screening is None or (
+        fetched is None and screening.screen.idle and not arrivals.deadlines()
+    ):
         batch = arrivals.batch(None, early)  # nothing here can be screened out
         return Taken(batch, counts, len(early), unsent)
     how, context = screening.screen, screening.context
-    found = screen(arrivals.deliveries(early), how, wall_now=wall_clock(), queue=context.name)
+    arrived = arrivals.deliveries(early) if fetched is None else fetched.live
+    found = screen(arrived, how, wall_now=wall_clock(), queue=context.name)
     taken = Taken(arrivals.batch(found.live, early), counts, len(early), unsent)
+    if fetched is not None:
+        found.doomed[:0] = fetched.doomed
+        taken.unread = fetched.unread
     if found.doomed:
         yield from _dead_letter(
             found.doomed,
@@ -144,7 +164,38 @@ def intake(
             for_lambda=for_lambda,
             limits=limits,
         )
+    if fetched is not None and fetched.lines:
+        taken.line = _joined(taken.line, fetched.lines)
     return taken
+
+
+def _fetch(
+    arrivals: Arrivals[Any],
+    early: Sequence[_Delivery],
+    screening: Screening | None,
+    counts: dict[str, int],
+    *,
+    wall_now: float,
+) -> Flow[Fetching | None]:
+    """Step 3 (`fetching.fetch`), when a message is a large payload's pointer; else None."""
+    if screening is None or screening.payloads is None or not arrivals.offloaded():
+        return None
+    context = screening.context
+    fetched = yield from fetch(
+        arrivals.deliveries(early),
+        screening.payloads,
+        queue=context.name,
+        wall_now=wall_now,
+        fifo=context.fifo,
+    )
+    counts |= fetched.counts
+    return fetched
+
+
+def _joined(line: Line | None, lines: list[Line]) -> Line:
+    """One line of several: the highest level, the texts joined."""
+    every = ([line] if line is not None else []) + lines
+    return max(level for level, _ in every), "; ".join(text for _, text in every)
 
 
 def nothing_to_take(screening: Screening | None) -> bool:
@@ -152,7 +203,8 @@ def nothing_to_take(screening: Screening | None) -> bool:
     delay hop or deadline can be on them (sqsbatch's attribute is absent) and nothing screens
     (no `max_message_age`, no `body_model`, no `envelope` to unwrap: `Screen.idle`).
     The Lambda adapter's short path (`sqsbatch._lambda_hot`) runs only then, so a step added
-    to `intake` says here too whether it applies to such messages."""
+    to `intake` says here too whether it applies to such messages. Fetching large payloads
+    does not: a pointer always carries its size attribute (`ExtendedPayloadSize`)."""
     return screening is None or screening.screen.idle
 
 

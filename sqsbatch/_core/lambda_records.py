@@ -20,6 +20,7 @@ from sqsbatch._core.envelope import FOREIGN, DecodedMessage, Envelope, decode
 from sqsbatch._core.lambda_event import ParsedEvent, _received
 from sqsbatch._core.ledger import Ledger
 from sqsbatch._core.message import Message, MessageBatch, _Delivery
+from sqsbatch._core.payloads import is_pointer
 
 __all__ = [
     "Arrival",
@@ -312,6 +313,11 @@ class EventRecords:
     def deadlines(self) -> bool:
         envelopes = self._parsed.envelopes
         return envelopes is not None and any(e.expires_at is not None for e in envelopes)
+
+    def offloaded(self) -> bool:
+        if self._parsed.envelopes is None:  # plain: no record has message attributes
+            return False
+        return any(is_pointer(record.get("messageAttributes")) for record in self._parsed.records)
 
     def deliveries(self, early: Sequence[_Delivery]) -> list[_Delivery]:
         skipped = {id(delivery) for delivery in early}

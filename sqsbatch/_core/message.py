@@ -134,6 +134,13 @@ class _Delivery:
         return self.decoded.raw_body
 
     @property
+    def text(self) -> str:
+        """The body as its producer sent it: `raw_body`, but a large payload's, fetched from S3
+        (`_core.fetching.FetchedDelivery`), where `raw_body` is its pointer. An envelope is
+        unwrapped from it."""
+        return self.raw_body
+
+    @property
     def outer(self) -> Mapping[str, Any] | None:
         """The SNS or EventBridge envelope's fields, once unwrapped (`unwrapped`); else None."""
         return getattr(self, "_outer", None)  # a slot set only by `unwrapped`

@@ -17,7 +17,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from sqsbatch._core.envelope import EXPIRED, INVALID_BODY, RETRIES_EXHAUSTED
+from sqsbatch._core.envelope import EXPIRED, INVALID_BODY, PAYLOAD_MISSING, RETRIES_EXHAUSTED
 from sqsbatch._core.message import Message
 
 __all__ = [
@@ -74,7 +74,7 @@ DISTRIBUTIONS = {
 """One value per batch each: its size, its handler's run time, its oldest message's age."""
 
 REQUESTED = "requested"
-DEAD_LETTER_REASONS = (RETRIES_EXHAUSTED, EXPIRED, INVALID_BODY, REQUESTED)
+DEAD_LETTER_REASONS = (RETRIES_EXHAUSTED, EXPIRED, INVALID_BODY, PAYLOAD_MISSING, REQUESTED)
 """The `Reason` dimension of `DeadLettered`: a handler's own `dead_letter(reason)` text is
 `requested`, so that a free-form reason cannot make a new CloudWatch metric per message."""
 REASON_COUNT = "dead_lettered:"

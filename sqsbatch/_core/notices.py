@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from sqsbatch._core.calls import BatchRun
 from sqsbatch._core.closing import Closing
-from sqsbatch._core.envelope import EXPIRED, INVALID_BODY, RETRIES_EXHAUSTED
+from sqsbatch._core.envelope import EXPIRED, INVALID_BODY, PAYLOAD_MISSING, RETRIES_EXHAUSTED
 from sqsbatch._core.ledger import ActionKind
 from sqsbatch._core.message import MessageBatch
 
@@ -28,7 +28,7 @@ LOGGED_REASONS = 3
 REASON_CHARS = 100
 """How much of a handler's reason a line shows."""
 
-_OURS = (RETRIES_EXHAUSTED, EXPIRED, INVALID_BODY)
+_OURS = (RETRIES_EXHAUSTED, EXPIRED, INVALID_BODY, PAYLOAD_MISSING)
 _WHAT = {
     ActionKind.DEAD_LETTER: "dead-lettered",
     ActionKind.DROP: "deleted (the queue has no RedrivePolicy and no dead_letter_queue)",

@@ -22,6 +22,7 @@ from sqsbatch._core.entries import TwoPhase, is_premature, postpone_entries
 from sqsbatch._core.envelope import FOREIGN, DecodedMessage, Envelope, decode, read_envelope
 from sqsbatch._core.ledger import Ledger
 from sqsbatch._core.message import HeldMessage, Message, _Delivery
+from sqsbatch._core.payloads import LEGACY_SIZE_ATTRIBUTE, SIZE_ATTRIBUTE
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 
@@ -92,6 +93,13 @@ class Answer:
 
     def deadlines(self) -> bool:
         return not self.plain and any(d.expires_at is not None for d in self.all)
+
+    def offloaded(self) -> bool:
+        for delivery in self.all:  # two lookups a message: this runs on every receive
+            user = delivery.raw.get("MessageAttributes")  # type: ignore[attr-defined]
+            if user and (SIZE_ATTRIBUTE in user or LEGACY_SIZE_ATTRIBUTE in user):
+                return True
+        return False
 
     def deliveries(self, early: Sequence[_Delivery]) -> list[_Delivery]:
         if not early:

@@ -75,10 +75,11 @@ class BodyModel:
 
     def validate(self, delivery: _Delivery) -> Any:
         """The validated body; `ValidationError` when it is invalid. A body that arrived as
-        text (a foreign producer: SNS, EventBridge) is validated as JSON text; the inner
-        message of an envelope (`_core.unwrap`), as the value it was read as."""
-        if delivery.outer is None and delivery.decoded.envelope.content_type == "text":
-            return self.adapter.validate_json(delivery.decoded.raw_body)
+        text (a foreign producer: SNS, EventBridge) is validated as JSON text (a large payload's,
+        fetched); the inner message of an envelope (`_core.unwrap`), as the value it was read as."""
+        decoded = delivery.decoded
+        if delivery.outer is None and decoded.envelope.content_type == "text":
+            return self.adapter.validate_json(decoded.body)
         return self.adapter.validate_python(delivery.body)
 
 
@@ -157,7 +158,7 @@ def _body_error(delivery: _Delivery, how: Screen, rested: bool) -> tuple[str, st
     handler). `rested`: it already died of an invalid body, so it is not dead-lettered again."""
     if how.envelope is not None:
         try:
-            opened = unwrap(how.envelope, delivery.raw_body)
+            opened = unwrap(how.envelope, delivery.text)
         except EnvelopeError as exc:
             return None if rested else ("EnvelopeError", str(exc)[:MAX_ERROR_CHARS])
         delivery.unwrapped(opened.body, opened.fields)

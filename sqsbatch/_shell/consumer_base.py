@@ -49,6 +49,7 @@ from sqsbatch._shell import tracing
 from sqsbatch._shell.emf_writer import EmfMetrics
 from sqsbatch._shell.health import HealthFile
 from sqsbatch._shell.lifecycle import ConsumerStats
+from sqsbatch._shell.payload_store import payload_store
 from sqsbatch._shell.task_protection import TaskProtection
 from sqsbatch.config import ConsumerConfig
 from sqsbatch.errors import SqsBatchError
@@ -121,6 +122,8 @@ class Poller:
         self._random = random.Random()
         self._context: QueueContext | None = None
         self._screening: Screening | None = None
+        self._payloads = payload_store(self._sqs_client, keep=self.config.keep_payloads)
+        """Large payloads in S3: a client made at the first offloaded message (docs/payloads.md)."""
         self._last_activity = 0.0
         self._receive_errors = ReceiveErrors()
         self._fatal: SqsBatchError | None = None
@@ -136,6 +139,10 @@ class Poller:
             enabled=self.config.scale_in_protection,
             clock=clock,  # the poller's: its renewal is due on the poller's time
         )
+
+    def _sqs_client(self) -> Any:
+        """The SQS client the poller runs with (its door's), for the S3 client beside it."""
+        return self._sqs.client
 
     @property
     def stall_seconds(self) -> float:

@@ -55,6 +55,14 @@ def graceful_signals(on_signal: Callable[[signal.Signals], None]) -> Iterator[No
             signal.signal(sig, old)
 
 
+def answer_signals(on_signal: Callable[[signal.Signals], None]) -> None:
+    """Call `on_signal` on SIGTERM/SIGINT from now on, for the rest of the process (main thread
+    only): a command winding down after its first signal still answers a second one."""
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda signum, frame: on_signal(signal.Signals(signum)))
+
+
 @contextmanager
 def graceful_loop_signals(on_signal: Callable[[signal.Signals], None]) -> Iterator[None]:
     """`graceful_signals` for an asyncio loop: the handlers run on the running event loop."""
@@ -92,3 +100,9 @@ class ConsumerStats(Counters):
     handler_timeouts: int = 0
     circuit_open: int = 0
     paused_seconds: int = 0
+    payloads_fetched: int = 0
+    """Large payloads read from S3 (one `GetObject` each; docs/payloads.md)."""
+    payloads_unread: int = 0
+    """Large payloads S3 would not give: their messages left for SQS to deliver again."""
+    payloads_deleted: int = 0
+    """Objects of acked messages deleted from S3."""

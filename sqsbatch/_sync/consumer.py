@@ -30,6 +30,7 @@ from typing import Any
 from sqsbatch._core.batching import BatchWindow
 from sqsbatch._core.closing import Closing, handler_end
 from sqsbatch._core.context import QueueContext
+from sqsbatch._core.fetching import delete_acked
 from sqsbatch._core.flows import Flow, Settled, heartbeat, read_settings, settle
 from sqsbatch._core.handlers import check_handler
 from sqsbatch._core.heartbeat import Watch
@@ -139,10 +140,8 @@ class Consumer(Poller):
         self._alive()  # the queue answered
         context = QueueContext.of(url, settings, dlq_url, self._limits)
         self._new_slots(context)
-        self._screening = Screening(
-            context,
-            Screen(settings.config.max_message_age, self._body_model, settings.config.envelope),
-        )
+        screen = Screen(settings.config.max_message_age, self._body_model, settings.config.envelope)
+        self._screening = Screening(context, screen, payloads=self._payloads)
         self._metrics = consumer_metrics(
             context.name, self.config, clock=self._clock, wall_clock=self._wall_clock
         )
@@ -416,7 +415,11 @@ class Consumer(Poller):
             if closing is not None and flow is not None:
                 started = time.perf_counter()  # the network's time, not the injected clock's
                 settled = self._sqs.run(running.trace.calls(flow))
-                rest = self._settled_flow(closing, settled, time.perf_counter() - started)
+                seconds = time.perf_counter() - started
+                if settled.rest is None and self._payloads.used:  # S3, once SQS deleted them
+                    acked = delete_acked(settled, running.batch, closing.kinds, self._payloads)
+                    settled = self._sqs.run(acked)
+                rest = self._settled_flow(closing, settled, seconds)
         except Exception:  # a bug of ours: the messages reappear after their visibility
             log.exception("settling a batch of %s failed", self.queue)
         finally:

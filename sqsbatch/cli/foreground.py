@@ -25,7 +25,7 @@ from rich.live import Live
 from rich.panel import Panel
 from rich.table import Table
 
-from sqsbatch._shell.lifecycle import graceful_signals
+from sqsbatch._shell.lifecycle import answer_signals, graceful_signals
 from sqsbatch.cli.common import err, say, stderr_line
 
 __all__ = ["Foreground", "in_flight"]
@@ -38,6 +38,7 @@ SETTLED = (
     "left_to_redrive_policy",
     "settle_failures",
     "expired_receipts",
+    "payloads_unread",
 )
 """The counters of messages that are no longer in a handler's hands."""
 _SHOW_CURSOR = "\x1b[?25h"  # rich's live view hides it; an immediate exit must give it back
@@ -72,6 +73,8 @@ class Foreground:
         with graceful_signals(self._on_signal), self._view():
             thread.start()
             self._watch(thread)
+        if self._signal is not None:  # winding down after a stop: a second signal still ends it
+            answer_signals(self._on_signal)
         if self._failure:
             raise self._failure[0]
 

@@ -36,7 +36,7 @@ COUNTS = [
     "ReceiveErrors",
     "ExpiredReceipts",
 ]
-REASONS = ["retries_exhausted", "expired", "invalid_body", "requested"]
+REASONS = ["retries_exhausted", "expired", "invalid_body", "payload_missing", "requested"]
 REDRIVE = ["Moved", "Hidden", "Parked", "Skipped", "Failed"]
 
 

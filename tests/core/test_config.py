@@ -38,6 +38,7 @@ DEFAULTS = {
     "max_messages_per_second": None,
     "scale_in_protection": True,
     "overloaded_fails_invocation": False,
+    "keep_payloads": False,  # issue 31 item 2: an acked message's S3 object is deleted
 }
 
 
