@@ -1,10 +1,14 @@
 """SQS requests failing at a given rate: lost and duplicated messages, whether the loop lives,
 and throughput as a ratio of the fault-free run, for each front end.
 
-    .venv/bin/python bench/faults.py [--messages 300] [--rates 0 0.3]
-        [--front-ends sync async redrive lambda] [--faults 500 throttle drop drop-after slow]
+    .venv/bin/python bench/faults.py [--messages 300] [--rates 0 0.3] [--repeat 1]
+        [--front-ends sync async loop redrive lambda] [--faults 500 throttle drop drop-after slow]
 
-Full figures: `--messages 2000 --rates 0 0.1 0.3 0.5`.
+Full figures: `--messages 2000 --rates 0 0.1 0.3 0.5`. The pollers beside the hand loop:
+`--messages 2000 --rates 0 0.1 --front-ends sync async loop --repeat 3`. Each round runs every
+front end at one rate, then at the next, so that the front ends compared share the same minutes;
+at the end, each front end's ratios to its own first rate, round by round, and the pollers' to
+the hand loop's of the same round.
 
 A local SQS (bench/_local.py) and, in front of it, bench/_proxy.py's FaultProxy: each request
 through it gets, with probability `rate`, one fault drawn uniformly from `--faults` (an HTTP 500,
@@ -20,6 +24,11 @@ the bench fills and reads the queues directly. For each front end and rate, a fr
   in this process with events built from ReceiveMessage(10) on the queue (directly, as the event
   source mapping would); the records not in `batchItemFailures` are deleted (directly), an
   invocation that raises leaves them all to come back.
+- loop: bench/_hand_loop.py, what a user would write by hand with boto3: 4 threads (the
+  pollers' `--max-concurrency 4`) sharing one client with botocore's default configuration
+  (legacy retries), each receiving 10 (long poll 1 s, visibility 5 s), making the handler's
+  choices, then `ChangeMessageVisibilityBatch` for the retries, `SendMessageBatch` to the DLQ
+  for a failure at its 3rd receive, `DeleteMessageBatch` for the rest (its docstring).
 - redrive: the messages start in the DLQ; `redrive --endpoint-url <proxy> run --dlq <dlq>
   --base-delay 0 --jitter 0` (visibility 5 s, long polls of 1 s) moves them back to the source,
   where they stay.
@@ -147,6 +156,9 @@ def run_poller(setup: Setup, poller: str) -> Outcome:
     args += ["--dead-letter-queue", setup.dlq, "--log-format", "plain"]
     if poller == "async":
         args.append("--async")
+    if poller == "loop":  # the hand-written loop: same concurrency, botocore's defaults
+        args = [sys.executable, str(HERE / "_hand_loop.py"), setup.proxy, setup.url, setup.dlq_url]
+        args += ["--concurrency", "4"]
     sent = set(range(setup.args.messages))
     fill(setup.direct, setup.url, sent)
     log_path = setup.work / f"{setup.queue}.log"
@@ -308,19 +320,26 @@ def finish(
 def unhandled_in_dlq(tally: Tally, dead: list[dict[str, Any]]) -> str:
     """Ackable ids (not ending in 0) that reached the DLQ without an ack: who put them there."""
     found = []
+    by_sqs = 0  # moved by the queue's RedrivePolicy (moto's move on receive), not by a consumer
     for message in dead:
         n = body_id(message["Body"])
+        attributes = message.get("MessageAttributes", {})
+        by = "consumer" if {"sqsbatch", "hand_loop"} & set(attributes) else "SQS"
+        by_sqs += by == "SQS"
         if n % 10 and n not in tally.handled:
-            by = "consumer" if "sqsbatch" in message.get("MessageAttributes", {}) else "SQS"
             count = message["Attributes"].get("ApproximateReceiveCount")
             found.append(f"{n} (moved by {by}, receive count {count})")
-    return f"; ackable ids in the DLQ, never acked: {', '.join(found)}" if found else ""
+    moved = f"; {by_sqs} moved to the DLQ by SQS's RedrivePolicy" if by_sqs else ""
+    return moved + (f"; ackable ids in the DLQ, never acked: {', '.join(found)}" if found else "")
 
 
 def log_notes(log_path: Path) -> str:
     """The kinds of WARNING/ERROR lines the child logged, counted."""
     kinds: Counter[str] = Counter()
     for line in log_path.read_text(errors="replace").splitlines():
+        if line.startswith("hand loop: "):  # bench/_hand_loop.py: a call that failed
+            kinds[f"loop error {line.split()[2].rstrip(':')}"] += 1
+            continue
         for level in ("WARNING", "ERROR", "CRITICAL", "Traceback"):
             if level in line:
                 action = next((w for w in line.split() if w.startswith("action=")), "")
@@ -349,7 +368,7 @@ def one_run(
     before_faults, before_requests = control.fault_counts(), control.requests.value
     control.rate.value = rate
     try:
-        if front_end in ("sync", "async"):
+        if front_end in ("sync", "async", "loop"):
             outcome = run_poller(setup, front_end)
         elif front_end == "redrive":
             outcome = run_redrive(setup)
@@ -385,12 +404,15 @@ def main() -> None:
     parser.add_argument(
         "--front-ends",
         nargs="+",
-        choices=["sync", "async", "redrive", "lambda"],
-        default=["sync", "async", "redrive", "lambda"],
+        choices=["sync", "async", "loop", "redrive", "lambda"],
+        default=["sync", "async", "loop", "redrive", "lambda"],
     )
     parser.add_argument("--faults", nargs="+", choices=FAULTS, default=list(FAULTS))
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per run, at most")
     parser.add_argument("--seed", type=int, default=1, help="the proxy's random draws")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="rounds: each runs every rate of every front end"
+    )
     parser.add_argument(
         "--logs", help="keep the children's logs and the ledgers in a new directory under this one"
     )
@@ -403,35 +425,53 @@ def main() -> None:
         print(server.versions("sqsbatch", "boto3", "aioboto3", "moto"))
         print(f"sqsbatch from {Path(sqsbatch.__file__).parent}; fault proxy at {proxy}")
         print(f"faults: {', '.join(args.faults)}; {args.messages} messages a run\n", flush=True)
+        ratios: dict[tuple[str, float], list[tuple[float, float]]] = {}
         lost = 0
-        for front_end in args.front_ends:
-            base: float | None = None
-            steady_base: float | None = None
-            for rate in args.rates:
-                out = one_run(
-                    front_end,
-                    rate,
-                    server=server.endpoint,
-                    proxy=proxy,
-                    control=control,
-                    work=Path(work),
-                    args=args,
-                )
-                speed = args.messages / out.seconds
-                base = speed if base is None else base
-                steady = out.steady or 0.0
-                steady_base = steady if steady_base is None else steady_base
-                lost += len(out.tally.lost)
-                print(
-                    f"{front_end:8} {rate:4.0%}: {'emptied' if out.done else 'NOT EMPTIED'} in "
-                    f"{out.seconds:.1f} s, {speed:.0f} msg/s ({speed / base:.2f} of the first "
-                    f"rate); to 90 % of the messages: {steady:.0f} msg/s "
-                    f"({steady / steady_base if steady_base else 0:.2f}); alive: {out.alive}\n"
-                    f"  {out.tally.line()}\n  {out.notes}",
-                    flush=True,
-                )
+        for round_ in range(1, args.repeat + 1):
+            base: dict[str, tuple[float, float]] = {}
+            for rate in args.rates:  # every front end at one rate, then the next: side by side
+                for front_end in args.front_ends:
+                    out = one_run(
+                        front_end,
+                        rate,
+                        server=server.endpoint,
+                        proxy=proxy,
+                        control=control,
+                        work=Path(work),
+                        args=args,
+                    )
+                    speed, steady = args.messages / out.seconds, out.steady or 0.0
+                    first = base.setdefault(front_end, (speed, steady))
+                    ratio = (speed / first[0], steady / first[1] if first[1] else 0.0)
+                    ratios.setdefault((front_end, rate), []).append(ratio)
+                    lost += len(out.tally.lost)
+                    print(
+                        f"round {round_} {front_end:8} {rate:4.0%}: "
+                        f"{'emptied' if out.done else 'NOT EMPTIED'} in "
+                        f"{out.seconds:.1f} s, {speed:.0f} msg/s ({ratio[0]:.2f} of the first "
+                        f"rate); to 90 % of the messages: {steady:.0f} msg/s "
+                        f"({ratio[1]:.2f}); alive: {out.alive}\n"
+                        f"  {out.tally.line()}\n  {out.notes}",
+                        flush=True,
+                    )
+    print_ratios(ratios)
     print(f"\nlost in all: {lost}")
     print(f"command: {command()}")
+
+
+def print_ratios(ratios: dict[tuple[str, float], list[tuple[float, float]]]) -> None:
+    """Each front end's ratios to its own first rate, round by round, and a poller's to the
+    hand loop's in the same round (emptied; to 90 %)."""
+    print("\nratios to the first rate, by round (emptied / to 90 %):")
+    for (front_end, rate), found in ratios.items():
+        shown = ", ".join(f"{a:.2f}/{b:.2f}" for a, b in found)
+        line = f"  {front_end:8} {rate:4.0%}: {shown}"
+        loop = ratios.get(("loop", rate))
+        if front_end in ("sync", "async") and loop:
+            pairs = zip(found, loop, strict=False)
+            shown = ", ".join(f"{a / c:.2f}/{b / d if d else 0:.2f}" for (a, b), (c, d) in pairs)
+            line += f"; to the hand loop's: {shown}"
+        print(line)
 
 
 if __name__ == "__main__":

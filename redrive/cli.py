@@ -19,6 +19,7 @@ from rich.table import Table
 from redrive.manual import start_native_move
 from redrive.report import event
 from redrive.settings import RedriveSettings
+from sqsbatch._shell.retries import retries_soon
 from sqsbatch.cli.common import (
     Connection,
     connection,
@@ -77,7 +78,7 @@ def make_client(
     Like every command line client, it gives up soon when SQS cannot be reached or does not
     answer; `long_poll_seconds` (the daemon's) widens its read timeout for the long polls."""
     where = Connection(settings.endpoint_url, settings.region, profile)
-    return where.client(long_poll_seconds=long_poll_seconds)
+    return retries_soon(where.client(long_poll_seconds=long_poll_seconds))
 
 
 Opt = typer.Option

@@ -5,6 +5,10 @@ holds back the moves the rate limit does not allow yet, and executes the disposi
 calls (`plan`): sends and hides first, then deletes for the sends SQS accepted. Nothing is kept
 outside SQS, so any number of replicas may run side by side: a message received by one is
 invisible to the others until it is moved or hidden.
+
+`run()` drains each DLQ in a thread of its own (one DLQ: in the caller's thread), so that a slow
+or failing call on one DLQ, or on the sources its messages go to, holds up that DLQ alone; each
+call is bounded by the client's read timeout (the long poll plus a margin), as before.
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ __all__ = ["Redriver", "dead_letter_sources", "execute", "jitter_random", "only_
 
 SOURCES_TTL_SECONDS = 300.0
 """How long the answer of `ListDeadLetterSourceQueues` is trusted."""
+JOIN_SECONDS = 0.5
+"""How often `run()`'s thread looks up from waiting for the DLQs' threads (signals, a stop)."""
 
 
 def jitter_random(message_id: str, redrives: int) -> random_module.Random:
@@ -56,7 +62,7 @@ class Redriver:
     `redrive.decide`). `rate` caps messages per second sent back to sources, per process.
     `random` gives the jitter's random source per (message id, redrive count); the default
     seeds it from those two, so every replica computes the same due time. `run()` long-polls
-    each DLQ in turn for `wait_seconds` split among them; a stop waits for the current poll.
+    each DLQ for `wait_seconds`, each in a thread of its own; a stop waits for the current polls.
     `health_file` is touched after every completed receive (docs/operations.md).
     `metrics="emf"`: each DLQ's Moved, Hidden, Parked, Skipped and Failed as CloudWatch EMF
     lines on stdout, every `metrics_interval` seconds (`sqsbatch._shell.emf_writer`).
@@ -98,6 +104,7 @@ class Redriver:
         """Which reasons are brought back (default: all but `expired` and `invalid_body`)."""
         self.stats = RedriveStats()
         self._bucket = TokenBucket(rate, now=clock()) if rate is not None else None
+        self._bucket_lock = threading.Lock()  # the DLQs' threads share the rate limit
         self._sqs = SyncSqs(client if client is not None else default_client())
         self._clock = clock
         self._wall_clock = wall_clock
@@ -116,7 +123,6 @@ class Redriver:
         self._watchdog = Watchdog(stall, clock=clock, on_stall=self._stalled)
         self._fatal: SqsBatchError | None = None
         self._random = random_module.Random()  # the pause between failed passes
-        self._errors = ReceiveErrors(base_seconds=0.5)
         self._urls: dict[str, str] = {}
         self._sources: dict[str, tuple[str | None, float]] = {}
         self._verified: set[str] = set()  # DLQ URLs checked to be DLQs
@@ -166,17 +172,11 @@ class Redriver:
         self._fatal = None
         self._sqs.hook()
         self._start()
-        poll = max(1, self._wait_seconds // len(self.dlqs))
-        self._errors.failures = 0
         with graceful_signals(self._on_signal), self._watchdog.watching(self._stopping):
-            while not self._stopping.is_set():
-                for dlq in self.dlqs:
-                    if self._stopping.is_set():
-                        break
-                    self._wait_for_tokens()
-                    self._guarded_pass(dlq, poll)
-                    for metrics in self._metrics.values():
-                        metrics.tick()
+            if len(self.dlqs) == 1:
+                self._drain(self.dlqs[0])
+            else:
+                self._drain_apart()
         for metrics in self._metrics.values():
             metrics.flush()
         event(logging.INFO, {"action": "stopped", **self.stats.as_dict()})
@@ -200,19 +200,55 @@ class Redriver:
         self._sqs.give_up()
         self.stop()
 
-    def _guarded_pass(self, dlq: str, poll: int) -> None:
+    def _drain(self, dlq: str) -> None:
+        """`run()`'s loop for one DLQ, until stopped; its failures in a row are its own."""
+        errors = ReceiveErrors(base_seconds=0.5)
+        metrics = self._metrics.get(dlq)
+        while not self._stopping.is_set():
+            self._wait_for_tokens()
+            self._guarded_pass(dlq, max(1, self._wait_seconds), errors)
+            if metrics is not None:
+                metrics.tick()
+
+    def _drain_apart(self) -> None:
+        """Each DLQ in a thread of its own; the first fatal error stops them all (`run()`
+        raises it). This thread waits in short joins, so that signals are still handled."""
+
+        def drain(dlq: str) -> None:
+            try:
+                self._drain(dlq)
+            except BaseException as exc:  # fatal (or a bug of ours): every DLQ stops
+                if self._fatal is None:
+                    self._fatal = (
+                        exc
+                        if isinstance(exc, SqsBatchError)
+                        else SqsBatchError(f"redrive of {queue_name(dlq)} failed: {exc!r}")
+                    )
+                self.stop()
+
+        threads = [
+            threading.Thread(target=drain, args=(dlq,), name=f"redrive-{queue_name(dlq)}")
+            for dlq in self.dlqs
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(JOIN_SECONDS)
+
+    def _guarded_pass(self, dlq: str, poll: int, errors: ReceiveErrors) -> None:
         """One pass of `run()`: a failure of any of its calls is decided as a poller decides a
         failed receive (`ReceiveErrors.after`): fatal raises, transient backs off."""
         try:
             self._pass(dlq, poll)
         except SqsBatchError as exc:
-            pause = self._errors.after(exc, self._random)
+            pause = errors.after(exc, self._random)
             if pause is None:
                 raise
             event(logging.WARNING, {"action": "error", "dlq": dlq, "error": str(exc)})
             self._stopping.wait(pause)
         else:
-            self._errors.failures = 0
+            errors.failures = 0
 
     def run_once(self, *, wait_seconds: int = 1) -> RedriveStats:
         """Move what is due now, hide what is not, then return this run's counters.
@@ -308,7 +344,8 @@ class Redriver:
                 reasons=self.reasons,
             )
             steps.append(self._resolved(message, disposition))
-        return throttle(steps, self._bucket, self._clock())
+        with self._bucket_lock:
+            return throttle(steps, self._bucket, self._clock())
 
     def _resolved(self, message: DlqMessage, disposition: Disposition) -> Step:
         """The step with its target's URL; a target that does not exist makes it unroutable."""
@@ -338,8 +375,10 @@ class Redriver:
 
     def _wait_for_tokens(self) -> None:
         if self._bucket is not None:
+            with self._bucket_lock:
+                wait = self._bucket.wait_seconds(1, self._clock())
             with self._watchdog.busy():  # waiting for the rate limit is work, not a stall
-                self._stopping.wait(self._bucket.wait_seconds(1, self._clock()))
+                self._stopping.wait(wait)
 
     def _on_signal(self, sig: signal.Signals) -> None:
         event(logging.INFO, {"action": "stopping", "signal": sig.name})

@@ -186,6 +186,10 @@ class ConsumerConfig(_Settings):
     """Failed batches in a row that open the circuit. None: only `Overloaded` opens it."""
     circuit_probe_size: Count = Field(default=1, ge=1, le=100)
     """Messages in the one batch that probes a half-open circuit."""
+    circuit_open_seconds: Seconds = Field(default=30.0, gt=0, le=43_200)
+    """How long the circuit first stays open (and `Overloaded` without `retry_after` holds)."""
+    circuit_max_open_seconds: Seconds = Field(default=900.0, gt=0, le=43_200)
+    """The longest it stays open: each failed probe doubles the open time up to this."""
     max_messages_per_second: Number | None = Field(default=None, gt=0, le=100_000)
     """Per process: never more received than this, on average. None: no limit."""
     scale_in_protection: bool = True
@@ -196,6 +200,14 @@ class ConsumerConfig(_Settings):
     keep_payloads: bool = False
     """Large payloads in S3 (docs/payloads.md): an acked message's object stays (default: it is
     deleted once SQS accepted the message's delete), as `S3Payloads(keep=True)`."""
+
+    def model_post_init(self, context: Any, /) -> None:
+        """The settings that are checked together (one line for the first problem)."""
+        if self.circuit_max_open_seconds < self.circuit_open_seconds:
+            raise ConfigError(
+                f"circuit_max_open_seconds={self.circuit_max_open_seconds!r} is invalid: must be "
+                f">= circuit_open_seconds ({self.circuit_open_seconds!r})"
+            )
 
     @property
     def max_receive_count(self) -> int:
@@ -302,6 +314,9 @@ def _reading(values: Mapping[str, Any]) -> Iterator[None]:
 def describe_error(cls: type[BaseSettings], exc: ValidationError, *, what: str = "setting") -> str:
     """One line for the first problem: the setting, the value and what is accepted."""
     error = exc.errors()[0]
+    together = error.get("ctx", {}).get("error")
+    if not error["loc"] and isinstance(together, ConfigError):  # settings checked together
+        return str(together)
     name = str(error["loc"][0]) if error["loc"] else "?"
     if error["type"] == "extra_forbidden":
         known = ", ".join(sorted(cls.model_fields))

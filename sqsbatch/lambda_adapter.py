@@ -282,7 +282,7 @@ class LambdaAdapter:
         """`Overloaded` under Lambda: the messages the handler left undecided are retried after
         `retry_after` (a visibility change, reported in `batchItemFailures`); whether the
         invocation fails too (`overloaded_fails_invocation`)."""
-        delay = math.ceil(overloaded_seconds(error))
+        delay = math.ceil(overloaded_seconds(error, config.circuit_open_seconds))
         ledger_of(batch).on_batch(Verdict.RETRY, delay)
         return config.overloaded_fails_invocation
 

@@ -293,7 +293,8 @@ class _Run:
             fifo=is_fifo(self.queue),
         )
         if isinstance(end.error, Overloaded) and not is_fifo(self.queue):  # as a poller holds it
-            actions = held(actions, decisions, overloaded_seconds(end.error))
+            open_seconds = self.config.circuit_open_seconds
+            actions = held(actions, decisions, overloaded_seconds(end.error, open_seconds))
         if self.guard is not None:  # acked keys completed, the other claims released
             kinds = [action.kind for action in actions]
             SyncSqs(_Accepting()).run(settle_claims(self.guard, self.batch, kinds))

@@ -41,10 +41,10 @@ from sqsbatch._async.flavour import (
     opened,
 )
 from sqsbatch._core.batching import BatchWindow
-from sqsbatch._core.closing import Closing, handler_end, settles_behind
+from sqsbatch._core.closing import Closing, handler_end
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.fetching import delete_acked
-from sqsbatch._core.flows import heartbeat, read_settings, settle
+from sqsbatch._core.flows import Flow, Settled, heartbeat, read_settings, settle
 from sqsbatch._core.guard import extend_claims, settle_claims
 from sqsbatch._core.handlers import check_handler
 from sqsbatch._core.heartbeat import Watch
@@ -339,9 +339,9 @@ class AsyncConsumer(Poller):
             if ended is None:
                 return False
             closing = self._end(running, *ended)
-            seconds = self._settle_times.seconds
-            overlap = settles_behind(closing, free=OVERLAP_IS_FREE, settle_seconds=seconds)
-            await behind.start(overlap, self._settle, running, closing)
+            overlap, deletes_later = self._overlaps(closing, free=OVERLAP_IS_FREE)
+            later = behind if deletes_later else None
+            await behind.start(overlap, self._settle, running, closing, later)
         except Exception:  # a bug of ours: the messages reappear after their visibility
             log.exception("settling a batch of %s failed", self.queue)
         finally:
@@ -401,28 +401,51 @@ class AsyncConsumer(Poller):
             log.exception("settling a batch of %s failed", self.queue)
             return None
 
-    async def _settle(self, running: Running, closing: Closing | None) -> None:
-        """The settle calls of a closed batch, in batch calls; then its span ends."""
-        trace = running.trace
+    async def _settle(
+        self,
+        running: Running,
+        closing: Closing | None,
+        later: Behind | None = None,
+        flow: Flow[Settled] | None = None,
+    ) -> None:
+        """The settle calls of a closed batch (or `flow`: its deletes), in batch calls; then its
+        span ends. `later`: its deletes go there, beside the slot's next receive."""
+        claims = flow is None  # the batch's first settle flow, not its deletes left for later
+        if closing is not None and flow is None:
+            flow = settle(closing, running.batch, self._limits, deletes_later=later is not None)
+        rest = await self._settle_flow(running, closing, flow, claims=claims)
+        if rest is not None and later is not None:
+            await later.start(True, self._settle, running, closing, None, rest)
+
+    async def _settle_flow(
+        self,
+        running: Running,
+        closing: Closing | None,
+        flow: Flow[Settled] | None,
+        *,
+        claims: bool = False,
+    ) -> Flow[Settled] | None:
+        """Drive one settle flow; the span ends unless its deletes are still to go (returned).
+        `claims`: the idempotency guard's claims are settled first (completed or released)."""
+        rest = None
         try:
-            if self._guard is not None:  # claims completed or released first
+            if claims and self._guard is not None:  # claims completed or released first
                 log_line(await self._sqs.run(settle_claims(self._guard, running.batch, closing)))
-            if closing is not None:
-                flow = trace.calls(settle(closing, running.batch, self._limits))
+            if closing is not None and flow is not None:
                 started = time.perf_counter()  # the network's time, not the injected clock's
-                settled = await self._sqs.run(flow)
-                self._settle_times.settled(closing, time.perf_counter() - started, self._limits)
-                if self._payloads.used:  # their payloads in S3, once SQS deleted them
+                settled = await self._sqs.run(running.trace.calls(flow))
+                seconds = time.perf_counter() - started
+                if settled.rest is None and self._payloads.used:  # S3, once SQS deleted them
                     acked = delete_acked(settled, running.batch, closing.kinds, self._payloads)
                     settled = await self._sqs.run(acked)
-                self._count(settled.counts)
-                for level, text in settled.lines:
-                    log.log(level, "%s", text)
+                rest = self._settled_flow(closing, settled, seconds)
         except Exception:  # a bug of ours: the messages reappear after their visibility
             log.exception("settling a batch of %s failed", self.queue)
         finally:
             self._last_activity = self._clock()
-            trace.finish()
+            if rest is None:
+                running.trace.finish()
+        return rest
 
     async def _keep_waiting(self) -> None:
         """The messages of FIFO group batches waiting for a slot stay hidden meanwhile."""

@@ -29,6 +29,7 @@ from sqsbatch._shell.handler_tasks import (
     handler_failure,
 )
 from sqsbatch._shell.lifecycle import graceful_loop_signals as graceful
+from sqsbatch._shell.retries import retries_soon
 
 __all__ = [
     "HANDLER_IS_ASYNC",
@@ -108,7 +109,7 @@ async def opened(
         margin_seconds=margin_seconds,
         validate=False,
     ) as client:
-        sqs.client = checks_answers(receives_fail_fast(client))
+        sqs.client = checks_answers(receives_fail_fast(retries_soon(client)))
         try:
             yield
         finally:

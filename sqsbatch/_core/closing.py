@@ -28,11 +28,13 @@ from sqsbatch.limits import SQS_LIMITS, SqsLimits
 __all__ = [
     "OVERLAP_ROUND_TRIP_SECONDS",
     "SETTLE_WINDOW",
+    "SLOW_SETTLE_SECONDS",
     "Closing",
     "HandlerEnd",
     "SettleTimes",
     "acked_tally",
     "close_batch",
+    "deletes_behind",
     "failure_of",
     "handler_end",
     "plan_closing",
@@ -192,6 +194,11 @@ and a remote SQS is above it."""
 SETTLE_WINDOW = 64
 """How many recent settles `SettleTimes` takes its floor over."""
 
+SLOW_SETTLE_SECONDS = 0.25
+"""A settle that took this long waited on SQS (a retry after a failure, a late answer), not on
+the GIL: for the next `SETTLE_WINDOW` settles, threads send settle calls beside the next receive
+too (`SettleTimes.slow`), as a slot that waits on a flaky endpoint holds its whole batch."""
+
 
 class SettleTimes:
     """How long a poller's delete calls take, per call, as the settles of all-acked batches show:
@@ -202,15 +209,25 @@ class SettleTimes:
     (docs/performance.md has the figures). `seconds` is that floor, 0 until a settle of deletes
     alone was timed. Slots of threads add to it at once; a lost update only drops a sample."""
 
-    __slots__ = ("_next", "_times", "seconds")
+    __slots__ = ("_next", "_slow_left", "_times", "seconds")
 
     def __init__(self, window: int = SETTLE_WINDOW) -> None:
         self.seconds = 0.0
         self._times = [math.inf] * window  # a ring: not yet timed counts for nothing
         self._next = 0
+        self._slow_left = 0
+
+    @property
+    def slow(self) -> bool:
+        """One of the last `SETTLE_WINDOW` settles took `SLOW_SETTLE_SECONDS` or more."""
+        return self._slow_left > 0
 
     def settled(self, closing: Closing, seconds: float, limits: SqsLimits = SQS_LIMITS) -> None:
-        """A settle of `closing` took `seconds`: counted if it was deletes alone."""
+        """A settle of `closing` (or its phase one, or two) took `seconds`: `slow` for any, the
+        floor for deletes alone."""
+        self._slow_left = (
+            len(self._times) if seconds >= SLOW_SETTLE_SECONDS else self._slow_left - 1
+        )
         if not closing.bulk_ack or not closing.kinds:
             return
         times, at = self._times, self._next
@@ -219,7 +236,9 @@ class SettleTimes:
         self.seconds = min(times)
 
 
-def settles_behind(closing: Closing | None, *, free: bool, settle_seconds: float) -> bool:
+def settles_behind(
+    closing: Closing | None, *, free: bool, settle_seconds: float, slow: bool = False
+) -> bool:
     """Whether a slot may receive its next batch while this batch's settle calls are still out.
 
     Only when settling makes nothing visible again: every message acked (deletes alone), on a
@@ -228,11 +247,25 @@ def settles_behind(closing: Closing | None, *, free: bool, settle_seconds: float
     may end with it still due; a FIFO group's next messages wait for its deletes anyway.
     `free`: the flavour runs calls side by side for free (asyncio tasks); threads overlap once
     settles take `OVERLAP_ROUND_TRIP_SECONDS` (`settle_seconds`, `SettleTimes`): on a fast
-    local endpoint the second thread costs more in the GIL than the overlap saves.
+    local endpoint the second thread costs more in the GIL than the overlap saves; or while SQS
+    has been slow to answer (`slow`, `SettleTimes.slow`).
     """
     if closing is None or not closing.bulk_ack or closing.fifo:
         return False
-    return free or settle_seconds >= OVERLAP_ROUND_TRIP_SECONDS
+    return free or slow or settle_seconds >= OVERLAP_ROUND_TRIP_SECONDS
+
+
+def deletes_behind(
+    closing: Closing | None, *, free: bool, settle_seconds: float, slow: bool = False
+) -> bool:
+    """Whether a batch that does not settle behind (`settles_behind`) sends its phase one in the
+    slot and its deletes beside the next receive (`settle(..., deletes_later=True)`): on a
+    standard queue, when overlapping pays (as `settles_behind`). The retries' visibility changes
+    and the dead-letter copies land before the next receive; a delete that lands later can
+    only duplicate a message, never lose one (the copy was accepted first)."""
+    if closing is None or closing.bulk_ack or closing.fifo:
+        return False
+    return free or slow or settle_seconds >= OVERLAP_ROUND_TRIP_SECONDS
 
 
 def plan_closing(

@@ -133,14 +133,26 @@ class Settled:
     lines: list[Line]
     listed: list[int] = field(default_factory=list)
     """Lambda: the indexes of the messages to report in `batchItemFailures`."""
+    rest: Flow[Settled] | None = None
+    """`settle(..., deletes_later=True)`: phase two (the deletes), still to run; the counters and
+    lines are its."""
     undeleted: set[int] = field(default_factory=set)
     """The indexes of the messages whose delete SQS did not accept (`_core.fetching` keeps
     their payloads in S3: they may come back)."""
 
 
-def settle(closing: Closing, batch: MessageBatch, limits: SqsLimits = SQS_LIMITS) -> Flow[Settled]:
+def settle(
+    closing: Closing,
+    batch: MessageBatch,
+    limits: SqsLimits = SQS_LIMITS,
+    *,
+    deletes_later: bool = False,
+) -> Flow[Settled]:
     """Phase one (copies, visibility changes), then the deletes: the acked messages and every
-    message whose copy SQS accepted. A crash between the phases duplicates, never loses."""
+    message whose copy SQS accepted. A crash between the phases duplicates, never loses.
+    `deletes_later`: return after phase one, with the deletes as `Settled.rest` (a poller sends
+    them beside its next receive: phase one, which makes retried messages visible again, has
+    landed by then; a late delete only risks a duplicate)."""
     plan = closing.entries
     if closing.bulk_ack:  # deletes only
         rest = yield from _delete_acked(batch, closing.queue_url, limits)
@@ -149,7 +161,22 @@ def settle(closing: Closing, batch: MessageBatch, limits: SqsLimits = SQS_LIMITS
         first, second = BatchRun((), limits=limits), rest
     else:
         first = yield from batch_calls(BatchRun(plan.first, limits=limits))
-        second = yield from batch_calls(BatchRun(plan.second(sent_keys(first)), limits=limits))
+        second = BatchRun(plan.second(sent_keys(first)), limits=limits)
+        if deletes_later:
+            return Settled({}, [], rest=_deletes(closing, batch, first, second))
+        second = yield from batch_calls(second)
+    return _settled(closing, batch, first, second)
+
+
+def _deletes(
+    closing: Closing, batch: MessageBatch, first: BatchRun, second: BatchRun
+) -> Flow[Settled]:
+    """Phase two of `settle`, on its own: the whole batch's counters and lines at its end."""
+    second = yield from batch_calls(second)
+    return _settled(closing, batch, first, second)
+
+
+def _settled(closing: Closing, batch: MessageBatch, first: BatchRun, second: BatchRun) -> Settled:
     lines = _lines(closing, batch, first, second)
     return Settled(tally(closing, first, second), lines, undeleted=_undeleted(second))
 
@@ -200,7 +227,8 @@ def settle_for_lambda(
     deletes = [entry for entry in plan.second(sent) if int(entry.key[1:]) in decided.delete]
     second = yield from batch_calls(BatchRun(deletes, limits=limits))
     lines = _lines(closing, batch, first, second)
-    return Settled(tally(closing, first, second), lines, decided.listed, _undeleted(second))
+    undeleted = _undeleted(second)
+    return Settled(tally(closing, first, second), lines, decided.listed, undeleted=undeleted)
 
 
 def acked_in_bulk(closing: Closing) -> Settled:

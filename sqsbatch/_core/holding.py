@@ -36,7 +36,8 @@ from sqsbatch.errors import Overloaded
 __all__ = ["Hold", "Holding", "close_held", "held", "overloaded_seconds"]
 
 OPEN_SECONDS = 30.0
-"""How long the circuit opens when `Overloaded` gives no `retry_after` (`Circuit`'s default)."""
+"""`circuit_open_seconds`' default: how long the circuit opens, and `Overloaded` without a
+`retry_after` holds back."""
 HELD_WAKE_SECONDS = 1.0
 """A held receiver looks again at least this often (a resume, a stop, the health file)."""
 
@@ -60,7 +61,8 @@ class Holding:
         self.circuit = Circuit(
             failures=config.circuit_failures,
             probe_size=config.circuit_probe_size,
-            open_seconds=OPEN_SECONDS,
+            open_seconds=config.circuit_open_seconds,
+            max_open_seconds=config.circuit_max_open_seconds,
         )
         rate = config.max_messages_per_second
         self.bucket = TokenBucket(rate, now=now) if rate is not None else None
@@ -182,6 +184,7 @@ def held(
     ]
 
 
-def overloaded_seconds(error: Overloaded) -> float:
-    """How long `Overloaded` holds back: its `retry_after`, else the circuit's open time."""
-    return OPEN_SECONDS if error.retry_after is None else error.retry_after
+def overloaded_seconds(error: Overloaded, open_seconds: float = OPEN_SECONDS) -> float:
+    """How long `Overloaded` holds back: its `retry_after`, else the circuit's open time
+    (`circuit_open_seconds`)."""
+    return open_seconds if error.retry_after is None else error.retry_after

@@ -22,8 +22,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sqsbatch._core.circuit import Change
-from sqsbatch._core.closing import Closing, SettleTimes, close_batch
+from sqsbatch._core.closing import (
+    Closing,
+    SettleTimes,
+    close_batch,
+    deletes_behind,
+    settles_behind,
+)
 from sqsbatch._core.context import QueueContext
+from sqsbatch._core.flows import Settled
 from sqsbatch._core.groups import Waiting, group_batches, splits_groups
 from sqsbatch._core.holding import Hold, Holding, close_held
 from sqsbatch._core.intake import ReceiveErrors, Screening
@@ -234,6 +241,24 @@ class Poller:
                 running.batch.messages, handler_seconds=ran, wall_now=running.delivered_at
             )
             self._metrics.sample(sample)
+
+    def _overlaps(self, closing: Closing | None, *, free: bool) -> tuple[bool, bool]:
+        """Whether `closing`'s settle calls go beside the slot's next receive: all of them
+        (`settles_behind`), or its deletes (`deletes_behind`)."""
+        seconds, slow = self._settle_times.seconds, self._settle_times.slow
+        return (
+            settles_behind(closing, free=free, settle_seconds=seconds, slow=slow),
+            deletes_behind(closing, free=free, settle_seconds=seconds, slow=slow),
+        )
+
+    def _settled_flow(self, closing: Closing, settled: Settled, seconds: float) -> Any:
+        """A settle flow ended after `seconds`: timed, counted, logged; its deletes still to go
+        (`Settled.rest`), if any."""
+        self._settle_times.settled(closing, seconds, self._limits)
+        self._count(settled.counts)
+        for level, text in settled.lines:
+            log.log(level, "%s", text)
+        return settled.rest
 
     # -- FIFO: groups in parallel (`_core.groups`), receive attempt ids -------------------------
 

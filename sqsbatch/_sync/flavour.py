@@ -27,6 +27,7 @@ from sqsbatch._shell.botocore import (
 )
 from sqsbatch._shell.handler_tasks import Workers
 from sqsbatch._shell.lifecycle import graceful_signals as graceful
+from sqsbatch._shell.retries import retries_soon
 from sqsbatch._sync.watcher import Watcher
 
 __all__ = [
@@ -77,7 +78,8 @@ def default_client(
         margin_seconds=margin_seconds,
         validate=validate,
     )
-    return checks_answers(receives_fail_fast(boto3.session.Session().client("sqs", config=config)))
+    client = boto3.session.Session().client("sqs", config=config)
+    return checks_answers(receives_fail_fast(retries_soon(client)))
 
 
 class Door(Protocol):

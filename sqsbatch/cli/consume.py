@@ -18,6 +18,7 @@ from sqsbatch._core.handlers import disguised_async, is_async_handler
 from sqsbatch._core.receiving import connections_for
 from sqsbatch._shell.botocore import receives_fail_fast
 from sqsbatch._shell.lifecycle import Counters
+from sqsbatch._shell.retries import retries_soon
 from sqsbatch.cli.common import CliError, Connection, connection, err, out, print_json, say
 from sqsbatch.cli.foreground import Foreground
 from sqsbatch.cli.loading import load_body_model, load_handler
@@ -282,10 +283,12 @@ def _run_sync(ctx: typer.Context, run: _Run) -> tuple[dict[str, int], int]:
     from sqsbatch._sync.consumer import Consumer  # noqa: PLC0415
 
     client = receives_fail_fast(
-        connection(ctx).client(
-            max_pool_connections=connections_for(run.config),
-            long_poll_seconds=run.limits.max_wait_seconds,
-            margin_seconds=run.config.read_timeout_margin,
+        retries_soon(
+            connection(ctx).client(
+                max_pool_connections=connections_for(run.config),
+                long_poll_seconds=run.limits.max_wait_seconds,
+                margin_seconds=run.config.read_timeout_margin,
+            )
         )
     )
     consumer = Consumer(

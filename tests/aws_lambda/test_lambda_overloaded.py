@@ -111,3 +111,28 @@ def test_sqsbatch_testing_holds_an_overloaded_batch_as_a_poller_does() -> None:
     assert result.acked == [0]
     assert result.retried == {1: 5, 2: 5} and result.dead_lettered == result.dropped == []
     assert isinstance(result.raised, Overloaded)
+
+
+def test_overloaded_without_retry_after_waits_circuit_open_seconds(sqs: Any, name: str) -> None:
+    mapping, messages = received(sqs, name)
+    recording = Recording(sqs)
+    config = ConsumerConfig(max_batch_timeout=0.5, circuit_open_seconds=12)
+
+    def handler(batch: MessageBatch) -> None:
+        raise Overloaded
+
+    function = lambda_handler(config=config, client=recording)(handler)
+    try:
+        failed = mapping.invoke(function, messages)
+    finally:
+        function.close()
+    assert failed == {m["MessageId"] for m in messages}
+    assert changes(recording) == [12, 12, 12]
+
+
+def test_sqsbatch_testing_holds_for_circuit_open_seconds_without_retry_after() -> None:
+    def handler(batch: MessageBatch) -> None:
+        raise Overloaded
+
+    result = run_handler(handler, ["a", "b"], config=ConsumerConfig(circuit_open_seconds=45))
+    assert result.retried == {0: 45, 1: 45}

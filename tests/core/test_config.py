@@ -33,6 +33,8 @@ DEFAULTS = {
     "pause_check_seconds": 60.0,  # issue 30: holding back (docs/pressure.md)
     "circuit_failures": None,
     "circuit_probe_size": 1,
+    "circuit_open_seconds": 30.0,
+    "circuit_max_open_seconds": 900.0,
     "max_messages_per_second": None,
     "scale_in_protection": True,
     "overloaded_fails_invocation": False,

@@ -227,6 +227,35 @@ def test_settle_sends_and_hides_first_then_deletes_the_acked_and_the_copied() ->
     assert (resent["DelaySeconds"], envelope["due"], envelope["a"]) == (900, WALL + 50_000, 1)
 
 
+def test_settle_with_deletes_later_stops_after_phase_one_and_returns_the_deletes() -> None:
+    # Given the mixed batch, settled with its deletes left for later (beside the next receive)
+    batch = mixed_batch()
+    closing = closed(batch, Outcome.RAISED)
+    client = ScriptedSqs()
+    first, _ = drive(client, settle(closing, batch, deletes_later=True))
+    # Then phase one alone went out: the hide and both copies, no delete yet
+    assert [op for op, _, _ in client.asked()] == [
+        "change_message_visibility_batch",
+        "send_message_batch",
+        "send_message_batch",
+    ]
+    assert first.counts == {} and first.rest is not None
+    # And the rest deletes what SQS accepted, concluding as the whole settle does
+    whole, _ = drive(ScriptedSqs(), settle(closed(mixed_batch(), Outcome.RAISED), mixed_batch()))
+    rest, _ = drive(client, first.rest)
+    assert client.asked()[3:] == [("delete_message_batch", "orders", ["m0", "m2", "m3"])]
+    assert rest == whole
+
+
+def test_deletes_left_for_later_still_skip_a_copy_sqs_refused() -> None:
+    batch = mixed_batch()
+    refused = answer({"m2": ("InvalidMessageContents", True)})
+    client = ScriptedSqs(send_message_batch=[refused])
+    first, _ = drive(client, settle(closed(batch, Outcome.RAISED), batch, deletes_later=True))
+    drive(client, first.rest)
+    assert client.asked()[-1] == ("delete_message_batch", "orders", ["m0", "m3"])  # not m2
+
+
 @pytest.mark.parametrize(
     ("code", "level"),
     [("InvalidMessageContents", logging.ERROR), ("AccessDenied", logging.ERROR)],

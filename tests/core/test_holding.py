@@ -147,3 +147,27 @@ def test_overloaded_with_no_wait_is_held_all_the_same() -> None:
     error = Overloaded(retry_after=0)
     change, hold = holding.record(1.0, outcome=Outcome.RAISED, error=error, probe=False)
     assert change is not None and change.opened and hold == 0.0
+
+
+def test_the_circuit_open_times_are_settings() -> None:
+    # Given an open time of 5 s, doubled by each failed probe up to 12 s
+    config = ConsumerConfig(circuit_failures=1, circuit_open_seconds=5, circuit_max_open_seconds=12)
+    holding = Holding(config, now=0.0)
+    error = RuntimeError("db down")
+    change, hold = holding.record(1.0, outcome=Outcome.RAISED, error=error, probe=False)
+    assert (
+        change is not None and change.line() == "circuit open for 5 s (1 failed batches in a row)"
+    )
+    assert hold == 5.0
+    assert holding.admit(5.9, 10).count == 0 and holding.admit(6.0, 10).probe
+    change, _ = holding.record(6.5, outcome=Outcome.RAISED, error=error, probe=True)
+    assert change is not None and change.until == 6.5 + 10  # twice 5 s
+    assert holding.admit(16.5, 10).probe
+    change, _ = holding.record(17.0, outcome=Outcome.RAISED, error=error, probe=True)
+    assert change is not None and change.until == 17.0 + 12  # 20 s, capped at 12 s
+
+
+def test_overloaded_without_retry_after_holds_for_circuit_open_seconds() -> None:
+    holding = Holding(ConsumerConfig(circuit_open_seconds=7), now=0.0)
+    change, hold = holding.record(1.0, outcome=Outcome.RAISED, error=Overloaded(), probe=False)
+    assert change is not None and change.until == 8.0 and hold == 7.0

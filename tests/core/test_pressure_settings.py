@@ -15,6 +15,7 @@ def test_defaults() -> None:
     assert config.pause_check_seconds == 60
     assert config.circuit_failures is None  # off: only Overloaded opens the circuit
     assert config.circuit_probe_size == 1
+    assert (config.circuit_open_seconds, config.circuit_max_open_seconds) == (30, 900)
     assert config.max_messages_per_second is None
     assert config.scale_in_protection is True
 
@@ -27,6 +28,13 @@ def test_defaults() -> None:
         ({"circuit_failures": 0}, "(accepted: int 1..1000, or unset)"),
         ({"circuit_failures": True}, "a boolean is not a number"),
         ({"circuit_probe_size": 0}, "(accepted: int 1..100)"),
+        ({"circuit_open_seconds": 0}, "circuit_open_seconds=0 is invalid: "),
+        ({"circuit_open_seconds": 43_201}, "(accepted: float > 0, <= 43200)"),
+        ({"circuit_max_open_seconds": -1}, "(accepted: float > 0, <= 43200)"),
+        (
+            {"circuit_open_seconds": 60, "circuit_max_open_seconds": 30},
+            "circuit_max_open_seconds=30.0 is invalid: must be >= circuit_open_seconds (60.0)",
+        ),
         ({"max_messages_per_second": 0}, "(accepted: float > 0, <= 100000, or unset)"),
         ({"scale_in_protection": "maybe"}, "(accepted: true or false)"),
     ],
@@ -43,9 +51,10 @@ def test_from_the_environment_and_the_file(tmp_path: Path, monkeypatch: pytest.M
     path = tmp_path / "sqsbatch.toml"
     path.write_text(
         '[[queues.consumers]]\nqueue = "orders"\ncircuit_failures = 5\ncircuit_probe_size = 3\n'
-        "pause_check_seconds = 30\n"
+        "pause_check_seconds = 30\ncircuit_open_seconds = 10\ncircuit_max_open_seconds = 120\n"
     )
     config = ConsumerConfig.load("orders", path)
     assert config.scale_in_protection is False and config.max_messages_per_second == 2.5
     assert (config.circuit_failures, config.circuit_probe_size) == (5, 3)
     assert config.pause_check_seconds == 30
+    assert (config.circuit_open_seconds, config.circuit_max_open_seconds) == (10, 120)

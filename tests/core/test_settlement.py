@@ -9,8 +9,10 @@ import pytest
 
 from sqsbatch._core.closing import (
     OVERLAP_ROUND_TRIP_SECONDS,
+    SLOW_SETTLE_SECONDS,
     Closing,
     SettleTimes,
+    deletes_behind,
     settles_behind,
 )
 from sqsbatch._core.entries import TwoPhase
@@ -294,3 +296,42 @@ def test_settle_times_keep_the_floor_of_recent_deletes_per_call_of_all_acked_bat
     # And back down as soon as one recent call was fast
     times.settled(acked_10, 0.001)
     assert not settles_behind(acked_10, free=False, settle_seconds=times.seconds)
+
+
+@pytest.mark.parametrize(
+    ("bulk_ack", "fifo", "free", "settle_seconds", "slow", "deletes"),
+    [
+        (False, False, True, FAST, False, True),  # a retry on asyncio: phase one, then deletes
+        (False, False, False, SLOW, False, True),  # threads, once deletes wait on the network
+        (False, False, False, FAST, True, True),  # threads, while SQS has been slow to answer
+        (False, False, False, FAST, False, False),  # threads on a fast endpoint: all in the slot
+        (False, True, True, SLOW, True, False),  # FIFO: a group's next messages wait
+        (True, False, True, SLOW, True, False),  # all acked: the whole settle goes behind
+    ],
+)
+def test_a_batch_with_retries_sends_its_deletes_behind_the_next_receive_when_overlap_pays(  # noqa: PLR0917
+    bulk_ack: bool, fifo: bool, free: bool, settle_seconds: float, slow: bool, deletes: bool
+) -> None:
+    closing = Closing(TwoPhase([], [], {}), [ActionKind.HIDE] * 10, fifo, bulk_ack=bulk_ack)
+    found = deletes_behind(closing, free=free, settle_seconds=settle_seconds, slow=slow)
+    assert found is deletes
+    assert deletes_behind(None, free=free, settle_seconds=settle_seconds, slow=slow) is False
+
+
+def test_threads_overlap_for_a_window_of_settles_after_a_slow_one() -> None:
+    acked = Closing(TwoPhase([], [], {}), [ActionKind.DELETE] * 10, bulk_ack=True)
+    mixed = Closing(TwoPhase([], [], {}), [ActionKind.DELETE, ActionKind.HIDE])
+    times = SettleTimes(window=3)
+    times.settled(acked, 0.001)
+    assert not times.slow and not settles_behind(acked, free=False, settle_seconds=times.seconds)
+    # A settle that waited on SQS (a retry after a fault, a late answer), of any batch
+    times.settled(mixed, SLOW_SETTLE_SECONDS)
+    assert times.slow
+    assert settles_behind(acked, free=False, settle_seconds=times.seconds, slow=times.slow)
+    # Stays so for the window's length of settles, then ends unless another was slow
+    for _ in range(2):
+        times.settled(acked, 0.001)
+        assert times.slow
+    times.settled(acked, 0.001)
+    assert not times.slow
+    assert times.seconds == pytest.approx(0.001)  # the floor is the deletes' alone, as before
