@@ -213,14 +213,18 @@ def test_a_claim_left_by_a_dead_consumer_is_taken_over_once_it_lapses(
 
 
 @pytest.mark.parametrize("kinds", [("sync", "sync"), ("sync", "async")], ids="+".join)
-@pytest.mark.parametrize("where", ["dynalite", "memory"])
+@pytest.mark.parametrize("where", ["moto", "dynalite", "memory"])
 def test_one_key_sent_twice_to_two_pollers_at_once_runs_once(
     kinds: tuple[str, str], where: str, sqs: Any, name: str, request: pytest.FixtureRequest
 ) -> None:
-    """moto's server is not thread-safe (two transactions interleave in it): the race runs on
-    dynalite and the memory store, as tests/idempotency/test_stores.py's does."""
-    if where == "dynalite":
-        endpoint = request.getfixturevalue("dynalite_endpoint")
+    """On both DynamoDB implementations and the memory store (moto's server runs its DynamoDB
+    requests one at a time: `sqsbatch.dev.moto_dynamodb`)."""
+    if where != "memory":
+        endpoint = (
+            request.getfixturevalue("dynalite_endpoint")
+            if where == "dynalite"
+            else request.getfixturevalue("local_sqs").endpoint_url
+        )
         shared: Store = DynamoDBStore(
             create_table(dynamodb_client(endpoint)), client=dynamodb_client(endpoint)
         )
