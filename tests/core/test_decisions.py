@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Generator
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import pytest
 
@@ -22,7 +21,7 @@ from sqsbatch._core.calls import BatchRun, Entry
 from sqsbatch._core.closing import failure_of, handler_end
 from sqsbatch._core.delays import exponential_delay, pause_seconds, round_pause
 from sqsbatch._core.envelope import decode
-from sqsbatch._core.flows import Pause, Request
+from sqsbatch._core.flows import Flow, Request
 from sqsbatch._core.heartbeat import Extended, Watch, extended, heartbeat_entries, next_heartbeat
 from sqsbatch._core.intake import Received, ReceiveErrors, receive
 from sqsbatch._core.ledger import Ledger, Outcome, Verdict
@@ -394,9 +393,7 @@ def test_watch_wakes_for_the_heartbeat_or_the_deadline_whichever_is_first() -> N
 # -- receive backoff: the receive flow on a scripted door --------------------------------------
 
 
-def door(
-    flow: Generator[Request | Pause, Any, Received], answer: object
-) -> tuple[Received, list[Request]]:
+def door(flow: Flow[Received], answer: object) -> tuple[Received, list[Request]]:
     """Drive a receive flow: the one request gets `answer`, or has it thrown in (an error)."""
     step = next(flow)
     assert isinstance(step, Request), "a receive asks before it waits"
