@@ -76,7 +76,8 @@ def test_the_example_touches_its_health_file_and_exits_0_when_stopped(
     thread = threading.Thread(target=lambda: codes.append(example.main(name, str(path))))
     thread.start()
     # When it has started and touched its file, and is stopped
-    wait_for(lambda: age_seconds(path, time.time()) is not None, "the health file touched")
+    # (the consumer touches the file as it is made, to check it can: wait for it to exist too)
+    wait_for(lambda: bool(made) and age_seconds(path, time.time()) is not None, "it started")
     assert age_seconds(path, time.time()) is not None
     made[0].stop()  # type: ignore[attr-defined]
     thread.join(60)
