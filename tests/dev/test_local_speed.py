@@ -221,6 +221,19 @@ def test_motos_own_receive_reads_the_clock_per_message_in_the_queue(
     assert deep - shallow > 10 * (400 - 20)
 
 
+def at_once(workers: list[threading.Thread]) -> None:
+    """Start `workers` and wait for them, the interpreter switching threads as often as it can."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    finally:
+        sys.setswitchinterval(interval)
+
+
 def deletes_and_sends_at_once(backend: Any, threads: int = 8, each: int = 50) -> list[str]:
     """`threads` threads delete `each` received messages apiece, one by one, while another sends
     as many new ones, with the interpreter switching threads as often as it can; what is left."""
@@ -243,15 +256,7 @@ def deletes_and_sends_at_once(backend: Any, threads: int = 8, each: int = 50) ->
 
     workers = [threading.Thread(target=delete, args=(handles[i::threads],)) for i in range(threads)]
     workers.append(threading.Thread(target=send))
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
-    finally:
-        sys.setswitchinterval(interval)
+    at_once(workers)
     return sorted(m.body for m in backend.get_queue("busy")._messages)
 
 
@@ -322,15 +327,7 @@ def groups_received_twice(backend: Any, threads: int = 8) -> set[str]:
         got.append({m.group_id for m in answer})
 
     workers = [threading.Thread(target=receive) for _ in range(threads)]
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
-    finally:
-        sys.setswitchinterval(interval)
+    at_once(workers)
     return {group for a, b in itertools.combinations(got, 2) for group in a & b}
 
 
@@ -386,15 +383,7 @@ def receives_at_once(backend: Any, threads: int = 8, messages: int = 500) -> Cou
                 seen.update(message.id for message in found)
 
     workers = [threading.Thread(target=receive) for _ in range(threads)]
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
-    finally:
-        sys.setswitchinterval(interval)
+    at_once(workers)
     return seen
 
 
