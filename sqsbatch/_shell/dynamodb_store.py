@@ -241,9 +241,12 @@ class DynamoDBStore:
             with self._calls(passing=_NO_TRANSACTIONS | {"TransactionCanceledException"}):
                 self._client.transact_write_items(TransactItems=items)
         except Exception as exc:
-            if _code(exc) in _NO_TRANSACTIONS:
+            code = _code(exc)
+            if code in _NO_TRANSACTIONS:
                 self._transactions = False
                 return None
+            if code != "TransactionCanceledException":  # unreachable, throttled past retries
+                raise
             reasons = getattr(exc, "response", {}).get("CancellationReasons") or []
             reasons += [{}] * (len(chunk) - len(reasons))
             failed: dict[str, Record | None] = {}

@@ -158,6 +158,23 @@ def test_carried_completions_survive_a_claim_that_fails(
     assert list(store._carried) == ["k"]  # kept for the next claim or flush
 
 
+def test_an_unreachable_store_fails_a_claim_after_one_request(
+    clock: FakeClock, down: DynamoDBStore
+) -> None:
+    """Not a round of transactions and then a write per key, each failing the same way: the
+    poller learns in one call's attempts that the store is down (it was 16 of them, 13 s)."""
+    sent: list[str] = []  # calls, not botocore's attempts of one call
+
+    def first_attempts(request: Any, **_: Any) -> None:
+        if request.headers["amz-sdk-request"].startswith(b"attempt=1"):
+            sent.append(request.headers["X-Amz-Target"].decode())
+
+    down._client.meta.events.register("before-send", first_attempts)
+    with pytest.raises(StoreUnavailable):
+        down.claim(["a", "b"], owner="o", expires=clock.now + 30)
+    assert sent == ["DynamoDB_20120810.TransactWriteItems"]
+
+
 def _closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
