@@ -17,13 +17,11 @@ import pytest
 
 from sqsbatch import AsyncConsumer, Consumer, ConsumerConfig, MessageBatch, create_queue
 from sqsbatch._shell.task_protection import AGENT_ENV
-from sqsbatch.limits import SqsLimits
 from tests.shell.test_task_protection import DROP, FakeAgent
 from tests.support.front_ends import aio_client, as_async
 from tests.support.pollers import POLLERS, Background
 from tests.support.waiting import wait_for
 
-SHORT_POLLS = SqsLimits(max_wait_seconds=1)
 TAKE = {"ProtectionEnabled": True, "ExpiresInMinutes": 2}  # handler_timeout 60 s + a minute
 CONFIG = ConsumerConfig(handler_timeout=60, max_batch_timeout=0.2)
 
@@ -55,7 +53,7 @@ def test_each_busy_period_is_one_take_and_one_drop(
         assert release.wait(60)
         handled.extend(message.body for message in batch.messages)
 
-    run = Background(kind, name, script, CONFIG, sqs, limits=SHORT_POLLS).start()
+    run = Background(kind, name, script, CONFIG, sqs).start()
     for period in (1, 2):
         release.clear()
         send(sqs, url, 3)
@@ -78,7 +76,7 @@ def run_to_idle(kind: str, config: ConsumerConfig, sqs: Any, name: str) -> Backg
     def script(batch: MessageBatch) -> None:
         handled.extend(message.body for message in batch.messages)
 
-    run = Background(kind, name, script, config, sqs, idle_seconds=0.5, limits=SHORT_POLLS)
+    run = Background(kind, name, script, config, sqs, idle_seconds=0.5)
     run.start().join()
     assert run.error is None and len(handled) == 3
     return run
@@ -125,14 +123,12 @@ def test_a_protected_poller_still_drains_on_sigterm(
     helper = threading.Thread(target=terminate, daemon=True)
     helper.start()
     if kind == "sync":
-        Consumer(name, script, CONFIG, client=sqs, limits=SHORT_POLLS).run()
+        Consumer(name, script, CONFIG, client=sqs).run()
     else:
 
         async def main() -> None:
             async with aio_client(sqs) as aio:
-                poller = AsyncConsumer(
-                    name, as_async(script), CONFIG, client=aio, limits=SHORT_POLLS
-                )
+                poller = AsyncConsumer(name, as_async(script), CONFIG, client=aio)
                 await poller.run()
 
         asyncio.run(main())
@@ -195,7 +191,6 @@ def test_a_long_handler_has_its_protection_renewed(
         script if kind == "sync" else handler,
         config,
         sqs,
-        limits=SHORT_POLLS,
         clock=clock,
     ).start()
     wait_for(lambda: agent.bodies() == [take], "protection taken")

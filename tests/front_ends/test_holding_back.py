@@ -11,13 +11,10 @@ from typing import Any
 import pytest
 
 from sqsbatch import ConsumerConfig, MessageBatch, Overloaded, create_queue, pause_queue
-from sqsbatch.limits import SqsLimits
 from sqsbatch.pausing import resume_queue
 from tests.support.emf import check_lines, metric
 from tests.support.pollers import POLLERS, Background, Receives
 from tests.support.waiting import wait_for
-
-SHORT_POLLS = SqsLimits(max_wait_seconds=1)  # a stop waits for the poll under way
 
 
 def counts(sqs: Any, url: str) -> tuple[int, int]:
@@ -67,7 +64,7 @@ def test_a_paused_queue_is_not_received_from_past_its_visibility_timeout(
     def script(batch: MessageBatch) -> None:
         attempts.extend(message.attempts for message in batch.messages)
 
-    run = Background(kind, name, script, config, sqs, limits=SHORT_POLLS, health_file=health)
+    run = Background(kind, name, script, config, sqs, health_file=health)
     run.start()
     poller = run.poller
 
@@ -121,7 +118,7 @@ def test_overloaded_holds_the_batch_without_spending_an_attempt(
         if len(batches) == 1:
             raise Overloaded(retry_after=2)
 
-    run = Background(kind, name, script, config, sqs, limits=SHORT_POLLS).start()
+    run = Background(kind, name, script, config, sqs).start()
     wait_for(lambda: sum(map(len, batches)) == 6, "the held batch handled again")
     run.stop()
     assert sorted(body for body, _ in batches[0]) == ["m0", "m1", "m2"]
@@ -156,7 +153,7 @@ def test_max_messages_per_second_caps_every_window_of_receives(
     def script(batch: MessageBatch) -> None:
         handled.extend(message.body for message in batch.messages)
 
-    run = Background(kind, name, script, config, sqs, limits=SHORT_POLLS, receives=receives)
+    run = Background(kind, name, script, config, sqs, receives=receives)
     run.start()
     wait_for(lambda: len(handled) == 14, "the 14 messages")
     run.stop()
@@ -187,7 +184,7 @@ def test_the_failed_batch_that_opens_the_circuit_is_held_too(
     def script(batch: MessageBatch) -> None:
         raise RuntimeError("the database is down")
 
-    run = Background(kind, name, script, config, sqs, limits=SHORT_POLLS).start()
+    run = Background(kind, name, script, config, sqs).start()
     poller = run.poller
     wait_for(lambda: poller.stats.retried == 3, "the failed batch re-sent")
     run.stop()

@@ -11,10 +11,14 @@ from collections.abc import Callable
 from typing import Any
 
 from sqsbatch import AsyncConsumer, Consumer, ConsumerConfig, MessageBatch
+from sqsbatch.limits import SqsLimits
 from tests.support.front_ends import aio_client, as_async
 
 POLLERS = ["sync", "async"]
 """The front ends that poll (the Lambda adapter is handed its batches)."""
+
+SHORT_POLLS = SqsLimits(max_wait_seconds=1)
+"""`Background`'s default `limits`: a stop waits for the long poll under way (SQS's 20 s)."""
 
 Script = Callable[[MessageBatch], Any]
 """A handler: for the async poller, a plain function is wrapped in a coroutine (it blocks the
@@ -70,7 +74,8 @@ class Receives:
 
 class Background:
     """`kind`'s poller on `queue`, running `script` in a thread; `idle_seconds` None: until
-    `stop()`. `consumer` is set once made; `error` is what `run` raised."""
+    `stop()`. `consumer` is set once made; `error` is what `run` raised. Its long polls last
+    1 s unless `limits` says otherwise (`SHORT_POLLS`)."""
 
     def __init__(
         self,
@@ -84,6 +89,7 @@ class Background:
         receives: Receives | None = None,
         **options: Any,
     ) -> None:
+        options.setdefault("limits", SHORT_POLLS)
         self.kind = kind
         self.receives = receives
         self.consumer: Consumer | AsyncConsumer | None = None
