@@ -292,8 +292,12 @@ def test_the_pollers_client_times_out_a_silent_receive_once_and_botocore_does_no
 def test_the_watchdog_lets_the_batch_in_flight_finish_and_settle_before_it_raises(
     kind: str, sqs: Any, name: str, proxy: SilentProxy, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # Given two slots, one of them running a handler that waits to be released
-    url, consumer, runner, release = start_held(kind, sqs, name, max_concurrency=2)
+    # Given two slots, one of them running a handler that waits to be released (the free
+    # slot's receive, silenced, fails after 1 + 6 s: by then the test has resumed the endpoint;
+    # at a 1 s margin a CI run was slower, and that failure rightly refused the settle after it)
+    url, consumer, runner, release = start_held(
+        kind, sqs, name, max_concurrency=2, read_timeout_margin=6.0
+    )
     # When the endpoint stops answering until the watchdog fires (one slot is free: not busy)
     proxy.silence()
     wait_for(lambda: "stalled" in caplog.text, "the watchdog fires")
