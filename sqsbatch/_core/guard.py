@@ -25,16 +25,34 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Protocol
 
 from sqsbatch._core.closing import Closing, plan_closing
 from sqsbatch._core.context import QueueContext
-from sqsbatch._core.flows import Flow, Line, Outside, Settled, settle, settle_for_lambda
-from sqsbatch._core.idempotency import Claims, Kind, Verdict, after_batch, claim_deadline, decide
+from sqsbatch._core.flows import (
+    Flow,
+    Line,
+    Outside,
+    Request,
+    Settled,
+    settle,
+    settle_for_lambda,
+)
+from sqsbatch._core.idempotency import (
+    Claims,
+    Kind,
+    Verdict,
+    after_batch,
+    claim_deadline,
+    decide,
+    default_ttl,
+)
 from sqsbatch._core.ledger import Action, ActionKind
 from sqsbatch._core.message import MessageBatch, _Delivery, deliveries_of
+from sqsbatch._core.queue_settings import retention_of
+from sqsbatch.errors import SqsError
 from sqsbatch.limits import SQS_LIMITS, SqsLimits
 
 __all__ = [
@@ -44,9 +62,12 @@ __all__ = [
     "Guarded",
     "claim",
     "extend_claims",
+    "kept_while_copies_can_arrive",
     "settle_claims",
 ]
 
+LONGEST_RETENTION = 1_209_600
+"""SQS's longest MessageRetentionPeriod (14 days): a DLQ whose retention cannot be read."""
 STORE_DOWN_SECONDS = 5
 """How long the messages of a receive whose claims could not be made are held (re-sent, no
 attempt counted): the store is retried with the next delivery, never skipped."""
@@ -277,3 +298,24 @@ def extend_claims(
     except Exception as exc:
         return logging.WARNING, f"extending claims failed ({exc}): they may lapse early"
     return None
+
+
+def kept_while_copies_can_arrive(
+    guard: Guard, retention_seconds: int | None, dlq_url: str | None
+) -> Flow[Guard]:
+    """The guard with `idempotency_ttl`'s default counted from the queues (a poller's start,
+    when the setting is unset): a completion is kept while a copy of its message can still
+    arrive, the queue's retention (`retention_seconds`, read with its RedrivePolicy; None:
+    unknown) plus its DLQ's (one `GetQueueAttributes`; unreadable, SQS's longest), at most 28
+    days (`default_ttl`)."""
+    dlq_retention: int | None = 0  # no DLQ: a copy lives the queue's retention at most
+    if dlq_url is not None:
+        try:
+            query = {"QueueUrl": dlq_url, "AttributeNames": ["MessageRetentionPeriod"]}
+            answer = yield Request("get_queue_attributes", query)
+            dlq_retention = retention_of(answer.get("Attributes", {}))
+        except SqsError:
+            dlq_retention = None
+    if dlq_retention is None:
+        dlq_retention = LONGEST_RETENTION
+    return replace(guard, ttl_seconds=default_ttl(retention_seconds, dlq_retention))

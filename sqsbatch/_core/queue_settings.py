@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqsbatch._core.ledger import LastFailure
@@ -25,6 +25,7 @@ __all__ = [
     "lookup_refusal",
     "policy_query",
     "resolve_settings",
+    "retention_of",
 ]
 
 
@@ -58,6 +59,8 @@ class QueueSettings:
     last_failure: LastFailure
     notes: tuple[tuple[int, str], ...] = ()
     """(log level, line) to log once at start."""
+    retention_seconds: int | None = None
+    """The queue's MessageRetentionPeriod (None: not known), read in the same call."""
 
 
 def resolve_settings(
@@ -74,6 +77,21 @@ def resolve_settings(
     failure only when the queue has no RedrivePolicy and no DLQ is configured; when sqsbatch
     cannot know where it belongs, it leaves it to the RedrivePolicy.
     """
+    settings = _resolved(queue, config, attributes, refused)
+    return replace(settings, retention_seconds=retention_of(attributes or {}))
+
+
+def retention_of(attributes: Mapping[str, str]) -> int | None:
+    """A queue's `MessageRetentionPeriod` in seconds, from its attributes (None: absent)."""
+    try:
+        return int(attributes["MessageRetentionPeriod"])
+    except (KeyError, ValueError):
+        return None
+
+
+def _resolved(
+    queue: str, config: ConsumerConfig, attributes: Mapping[str, str] | None, refused: str
+) -> QueueSettings:
     name = queue_name(queue)
     explicit = config.model_fields_set
     try:
@@ -101,8 +119,9 @@ def resolve_settings(
 
 
 def policy_query(queue_url: str) -> dict[str, Any]:
-    """`GetQueueAttributes` parameters for reading a queue's RedrivePolicy."""
-    return {"QueueUrl": queue_url, "AttributeNames": ["RedrivePolicy"]}
+    """`GetQueueAttributes` parameters for reading a queue's RedrivePolicy (and its retention,
+    which the idempotency guard's default `idempotency_ttl` counts, in the same call)."""
+    return {"QueueUrl": queue_url, "AttributeNames": ["RedrivePolicy", "MessageRetentionPeriod"]}
 
 
 def lookup_refusal(exc: SqsError) -> str:

@@ -49,8 +49,9 @@ def guard_for(
     new_owner: Callable[[], str] = new_owner,
 ) -> Guard | None:
     """The core's `Guard` for a front end (None: no guard, and nothing on the hot path). A
-    completion is kept `idempotency_ttl` seconds, by default 28 days (`default_ttl` of an
-    unknown retention: the queue's is not read); a claim lasts `claim_seconds` when set."""
+    completion is kept `idempotency_ttl` seconds; unset, 28 days (`default_ttl` of an unknown
+    retention), which a poller's start counts again from its queues' retention
+    (`kept_while_copies_can_arrive`); a claim lasts `claim_seconds` when set."""
     store = store_of(idempotency, config)
     if store is None:
         return None

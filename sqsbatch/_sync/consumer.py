@@ -32,7 +32,7 @@ from sqsbatch._core.closing import Closing, handler_end
 from sqsbatch._core.context import QueueContext
 from sqsbatch._core.fetching import delete_acked
 from sqsbatch._core.flows import Flow, Settled, heartbeat, read_settings, settle
-from sqsbatch._core.guard import extend_claims, settle_claims
+from sqsbatch._core.guard import extend_claims, kept_while_copies_can_arrive, settle_claims
 from sqsbatch._core.handlers import check_handler
 from sqsbatch._core.heartbeat import Watch
 from sqsbatch._core.holding import Hold
@@ -142,6 +142,9 @@ class Consumer(Poller):
             log.log(level, "%s", note)
         dlq = settings.config.dead_letter_queue
         dlq_url = self._sqs.queue_url(dlq) if dlq is not None else None
+        if self._guard is not None and self.config.idempotency_ttl is None:
+            kept = kept_while_copies_can_arrive(self._guard, settings.retention_seconds, dlq_url)
+            self._guard = self._sqs.run(kept)
         self._last_activity = self._clock()
         self._alive()  # the queue answered
         context = QueueContext.of(url, settings, dlq_url, self._limits)

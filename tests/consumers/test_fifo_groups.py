@@ -352,7 +352,7 @@ def test_the_attempt_id_sent_again_seen_by_botocore_s_stubber() -> None:
         stub.add_response(
             "get_queue_attributes",
             {"Attributes": {}},
-            {"QueueUrl": url, "AttributeNames": ["RedrivePolicy"]},
+            {"QueueUrl": url, "AttributeNames": ["RedrivePolicy", "MessageRetentionPeriod"]},
         )
         consumer._context = consumer._start()
         consumer._attempts = ReceiveAttempts(lambda: f"attempt-{next(counter)}")

@@ -703,7 +703,10 @@ def test_read_settings(
     # Then it asked for the RedrivePolicy once, and resolved: (last failure, max_retries, DLQ,
     # whether the answer may be kept)
     assert client.calls == [
-        ("get_queue_attributes", {"QueueUrl": URL, "AttributeNames": ["RedrivePolicy"]})
+        (
+            "get_queue_attributes",
+            {"QueueUrl": URL, "AttributeNames": ["RedrivePolicy", "MessageRetentionPeriod"]},
+        )
     ]
     effective = settings.config
     got = (settings.last_failure, effective.max_retries, effective.dead_letter_queue, kept)

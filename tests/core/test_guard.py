@@ -10,13 +10,20 @@ from typing import Any
 
 import pytest
 
-from sqsbatch._core.guard import STORE_DOWN_SECONDS, Guard, extend_claims, settle_claims
+from sqsbatch._core.guard import (
+    STORE_DOWN_SECONDS,
+    Guard,
+    extend_claims,
+    kept_while_copies_can_arrive,
+    settle_claims,
+)
 from sqsbatch._core.idempotency import CLAIMED, COMPLETED
 from sqsbatch._core.intake import Screening, Taken, intake, nothing_to_take
 from sqsbatch._core.ledger import ActionKind
 from sqsbatch._core.message import MessageBatch
 from sqsbatch._core.receiving import Answer
 from sqsbatch._core.screening import Screen
+from sqsbatch.errors import SqsError
 from sqsbatch.idempotency import MemoryStore
 from tests.core.test_flows import WALL, ScriptedSqs, context, drive
 from tests.core.test_intake import FRONT_ENDS, arrivals, ids, message
@@ -194,3 +201,33 @@ def test_the_lambda_short_path_is_off_with_a_guard() -> None:
     screening = Screening(context(), Screen())
     assert nothing_to_take(screening) and nothing_to_take(None)
     assert not nothing_to_take(screening, guard_of(MemoryStore()))
+
+
+DAY = 86_400
+
+
+def retention(seconds: int) -> Any:
+    return lambda params: {"Attributes": {"MessageRetentionPeriod": str(seconds)}}
+
+
+@pytest.mark.parametrize(
+    ("queue_retention", "dlq", "expected"),
+    [
+        (4 * DAY, None, 4 * DAY),  # no DLQ: the queue's retention, no call made
+        (4 * DAY, retention(2 * DAY), 6 * DAY),  # the DLQ's retention added
+        (14 * DAY, retention(14 * DAY), 28 * DAY),  # SQS's longest, both
+        (None, retention(60), 28 * DAY),  # the queue's unknown: the longest
+        (DAY, SqsError("denied", code="AccessDenied"), 15 * DAY),  # the DLQ's unreadable: 14 d
+        (DAY, lambda params: {"Attributes": {}}, 15 * DAY),  # or absent from the answer
+    ],
+)
+def test_the_default_ttl_covers_the_queues_and_its_dlqs_retention(
+    queue_retention: int | None, dlq: Any, expected: int
+) -> None:
+    client = ScriptedSqs(get_queue_attributes=[dlq] if dlq is not None else [])
+    dlq_url = None if dlq is None else "https://sqs.example/123/orders-dlq"
+    flow = kept_while_copies_can_arrive(guard_of(MemoryStore()), queue_retention, dlq_url)
+    guard, _ = drive(client, flow)
+    assert guard.ttl_seconds == expected
+    expected_calls = [] if dlq is None else [("get_queue_attributes", dlq_url)]
+    assert [(op, params["QueueUrl"]) for op, params in client.calls] == expected_calls

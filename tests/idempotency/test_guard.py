@@ -293,3 +293,33 @@ def test_fifo_a_skipped_duplicate_keeps_its_groups_order(
     # Then the copy is acked without the handler, and the rest of its group runs, in order
     assert seen == ["k2", "k3"]
     assert depth(sqs, queue) == 0
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS, ids=lambda f: f.name)
+def test_a_completion_is_kept_while_a_copy_can_arrive(
+    front_end: FrontEnd, sqs: Any, name: str
+) -> None:
+    """`idempotency_ttl` unset: the queue's retention plus its DLQ's on a poller (read at its
+    start); under Lambda, where the queue is not read, the longest default (28 days)."""
+    dlq = sqs.create_queue(QueueName=f"{name}-dlq", Attributes={"MessageRetentionPeriod": "7200"})
+    arn = sqs.get_queue_attributes(QueueUrl=dlq["QueueUrl"], AttributeNames=["QueueArn"])
+    policy = f'{{"deadLetterTargetArn": "{arn["Attributes"]["QueueArn"]}", "maxReceiveCount": 3}}'
+    attributes = {"MessageRetentionPeriod": "3600", "RedrivePolicy": policy}
+    sqs.create_queue(QueueName=name, Attributes=attributes)
+    Producer(name, client=sqs).send("work", idempotency_key="order-11")
+    store = MemoryStore()
+    before = time.time()
+    front_end.consume(name, Calls(), CONFIG, sqs, idempotency=store, idle_seconds=0.5)
+    expires = store.read(["order-11"])["order-11"].expires
+    expected = 28 * 86_400 if front_end.name.startswith("lambda") else 3600 + 7200
+    assert before + expected <= expires <= time.time() + expected
+
+
+def test_a_ttl_given_is_kept_as_given(sqs: Any, name: str) -> None:
+    sqs.create_queue(QueueName=name, Attributes={"MessageRetentionPeriod": "3600"})
+    Producer(name, client=sqs).send("work", idempotency_key="order-12")
+    store = MemoryStore()
+    before = time.time()
+    config = ConsumerConfig(max_batch_timeout=0.3, idempotency_ttl=600)
+    FRONT_ENDS[0].consume(name, Calls(), config, sqs, idempotency=store, idle_seconds=0.5)
+    assert before + 600 <= store.read(["order-12"])["order-12"].expires <= time.time() + 600
