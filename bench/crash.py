@@ -1,7 +1,7 @@
 """kill -9 of `sqsbatch consume` at random moments: lost and duplicated messages, by body id.
 
     .venv/bin/python bench/crash.py [--messages 500] [--kills 10] [--pollers sync async]
-        [--concurrency 4] [--handler-sleep 0.5] [--life 0.5 4] [--seed 1]
+        [--concurrency 4] [--handler-sleep 0.5] [--life 0.5 4] [--seed 1] [--keep DIR]
 
 Full figures: `--messages 5000 --kills 50`. `--idempotency`: the pollers run the idempotency
 guard (docs/idempotency.md) on a table (`SQSBATCH_IDEMPOTENCY_TABLE`, as the table's stack sets
@@ -196,10 +196,13 @@ def main() -> None:
         default="moto",
         help="--idempotency's DynamoDB: moto's, in the local SQS's server, or dynalite",
     )
+    parser.add_argument(
+        "--keep", type=Path, help="keep each run's ledger and consumer log in this directory"
+    )
     args = parser.parse_args()
     with (
         local_sqs(SERVER_LIFETIME_SECONDS) as server,
-        tempfile.TemporaryDirectory() as work,
+        _workdir(args.keep) as work,
         _dynalite(args.idempotency and args.store == "dynalite") as dynalite_at,
     ):
         table_at = dynalite_at or (server.endpoint if args.idempotency else None)
@@ -211,6 +214,17 @@ def main() -> None:
         ]
     print(f"\nlost in all: {sum(len(t.lost) for t in tallies)}")
     print(f"command: {command()}")
+
+
+@contextmanager
+def _workdir(keep: Path | None) -> Iterator[str]:
+    """Where the ledgers and logs go: `keep` (made if missing, left), else a temporary one."""
+    if keep is None:
+        with tempfile.TemporaryDirectory() as work:
+            yield work
+        return
+    keep.mkdir(parents=True, exist_ok=True)
+    yield str(keep)
 
 
 @contextmanager

@@ -241,17 +241,20 @@ def settles_behind(
 ) -> bool:
     """Whether a slot may receive its next batch while this batch's settle calls are still out.
 
-    Only when settling makes nothing visible again: every message acked (deletes alone), on a
-    standard queue. A retry's visibility change must land before the next receive, or that
-    receive (a long poll moto does not wake for it) misses the message, and `run_until_idle`
-    may end with it still due; a FIFO group's next messages wait for its deletes anyway.
-    `free`: the flavour runs calls side by side for free (asyncio tasks); threads overlap once
-    settles take `OVERLAP_ROUND_TRIP_SECONDS` (`settle_seconds`, `SettleTimes`): on a fast
-    local endpoint the second thread costs more in the GIL than the overlap saves; or while SQS
-    has been slow to answer (`slow`, `SettleTimes.slow`).
+    On a standard queue (a FIFO group's next messages wait for its deletes anyway), when every
+    message was acked (deletes alone), or, for any batch, while SQS has been slow to answer
+    (`slow`, `SettleTimes.slow`: one late answer would hold the slot for seconds). Otherwise a
+    retry's visibility change lands before the next receive, or that receive (a long poll moto
+    does not wake for it) could miss the message, and `run_until_idle` end with it still due:
+    a price worth paying only while settles are slow. `free`: the flavour runs calls side by
+    side for free (asyncio tasks); threads overlap once settles take
+    `OVERLAP_ROUND_TRIP_SECONDS` (`settle_seconds`, `SettleTimes`): on a fast local endpoint
+    the second thread costs more in the GIL than the overlap saves.
     """
-    if closing is None or not closing.bulk_ack or closing.fifo:
+    if closing is None or closing.fifo:
         return False
+    if not closing.bulk_ack:
+        return slow
     return free or slow or settle_seconds >= OVERLAP_ROUND_TRIP_SECONDS
 
 
@@ -262,10 +265,11 @@ def deletes_behind(
     slot and its deletes beside the next receive (`settle(..., deletes_later=True)`): on a
     standard queue, when overlapping pays (as `settles_behind`). The retries' visibility changes
     and the dead-letter copies land before the next receive; a delete that lands later can
-    only duplicate a message, never lose one (the copy was accepted first)."""
-    if closing is None or closing.bulk_ack or closing.fifo:
+    only duplicate a message, never lose one (the copy was accepted first). While SQS is slow
+    (`slow`) the whole settle goes behind instead (`settles_behind`)."""
+    if closing is None or closing.bulk_ack or closing.fifo or slow:
         return False
-    return free or slow or settle_seconds >= OVERLAP_ROUND_TRIP_SECONDS
+    return free or settle_seconds >= OVERLAP_ROUND_TRIP_SECONDS
 
 
 def plan_closing(

@@ -270,6 +270,17 @@ def test_only_an_all_acked_batch_on_a_standard_queue_settles_behind_the_next_rec
     assert settles_behind(closing, free=free, settle_seconds=settle_seconds) is behind
 
 
+@pytest.mark.parametrize("free", [True, False])
+@pytest.mark.parametrize(("fifo", "behind"), [(False, True), (True, False)])
+def test_while_sqs_is_slow_any_batch_settles_behind_the_next_receive_but_on_fifo(
+    free: bool, fifo: bool, behind: bool
+) -> None:
+    """A late answer to a batch's visibility change would hold its slot for seconds."""
+    closing = Closing(TwoPhase([], [], {}), [ActionKind.HIDE] * 10, fifo, bulk_ack=False)
+    assert settles_behind(closing, free=free, settle_seconds=FAST, slow=True) is behind
+    assert deletes_behind(closing, free=free, settle_seconds=FAST, slow=True) is False
+
+
 def test_a_batch_that_could_not_be_closed_never_settles_behind() -> None:
     assert settles_behind(None, free=True, settle_seconds=SLOW) is False
 
@@ -303,7 +314,8 @@ def test_settle_times_keep_the_floor_of_recent_deletes_per_call_of_all_acked_bat
     [
         (False, False, True, FAST, False, True),  # a retry on asyncio: phase one, then deletes
         (False, False, False, SLOW, False, True),  # threads, once deletes wait on the network
-        (False, False, False, FAST, True, True),  # threads, while SQS has been slow to answer
+        (False, False, False, FAST, True, False),  # SQS slow to answer: the whole settle goes
+        (False, False, True, FAST, True, False),  # behind (`settles_behind`), either flavour
         (False, False, False, FAST, False, False),  # threads on a fast endpoint: all in the slot
         (False, True, True, SLOW, True, False),  # FIFO: a group's next messages wait
         (True, False, True, SLOW, True, False),  # all acked: the whole settle goes behind
