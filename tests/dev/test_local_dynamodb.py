@@ -10,6 +10,7 @@ import uuid
 from typing import Any
 
 import boto3
+import pytest
 from botocore.exceptions import ClientError
 
 from sqsbatch.dev import moto_dynamodb
@@ -94,3 +95,68 @@ def test_a_failed_transaction_undoes_no_other_requests_write(local_sqs: LocalSqs
     missing, failed = failing_transactions_beside_writes(local_sqs)
     # Then every written item is there, and no request failed but the refused transactions
     assert (missing, failed) == (set(), 0)
+
+
+@pytest.mark.parametrize("range_key", [False, True], ids=["hash", "hash+range"])
+def test_a_failed_transaction_puts_back_what_it_wrote_before_its_failing_item(
+    local_sqs: LocalSqs, range_key: bool
+) -> None:
+    """Its rollback keeps a copy of the items it names, not of the table (a copy of the whole
+    table per item made each transaction cost in proportion to the table)."""
+    client = dynamodb(local_sqs)
+    table = f"t-{uuid.uuid4().hex[:8]}"
+    schema = [{"AttributeName": "pk", "KeyType": "HASH"}]
+    attributes = [{"AttributeName": "pk", "AttributeType": "S"}]
+    if range_key:
+        schema.append({"AttributeName": "sk", "KeyType": "RANGE"})
+        attributes.append({"AttributeName": "sk", "AttributeType": "S"})
+    client.create_table(
+        TableName=table,
+        KeySchema=schema,
+        AttributeDefinitions=attributes,
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+    def key(name: str) -> dict[str, Any]:
+        return {"pk": {"S": name}} | ({"sk": {"S": "1"}} if range_key else {})
+
+    for name in ("kept", "gone", "taken"):
+        client.put_item(TableName=table, Item=key(name) | {"n": {"N": "1"}})
+    # A put of a new item, an update and a delete, then a put whose condition fails
+    with pytest.raises(ClientError, match="TransactionCanceled"):
+        client.transact_write_items(
+            TransactItems=[
+                {"Put": {"TableName": table, "Item": key("new") | {"n": {"N": "1"}}}},
+                {
+                    "Update": {
+                        "TableName": table,
+                        "Key": key("kept"),
+                        "UpdateExpression": "SET n = :n",
+                        "ExpressionAttributeValues": {":n": {"N": "2"}},
+                    }
+                },
+                {"Delete": {"TableName": table, "Key": key("gone")}},
+                {
+                    "Put": {
+                        "TableName": table,
+                        "Item": key("taken"),
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                },
+            ]
+        )
+    items = client.scan(TableName=table, ConsistentRead=True)["Items"]
+    assert sorted((item["pk"]["S"], item["n"]["N"]) for item in items) == [
+        ("gone", "1"),
+        ("kept", "1"),
+        ("taken", "1"),
+    ]
+    # And one that succeeds writes all of its items
+    client.transact_write_items(
+        TransactItems=[
+            {"Put": {"TableName": table, "Item": key("new") | {"n": {"N": "1"}}}},
+            {"Delete": {"TableName": table, "Key": key("gone")}},
+        ]
+    )
+    items = client.scan(TableName=table, ConsistentRead=True)["Items"]
+    assert sorted(item["pk"]["S"] for item in items) == ["kept", "new", "taken"]
