@@ -8,10 +8,11 @@ A queue with maxReceiveCount 1 and its DLQ; `--messages` messages `{"id": N}`; 4
 receive 10 (visibility 1 s, no wait) and delete the even ids at once; the odd ids come back after
 1 s and moto moves them to the DLQ on their second receive. At the end: deleted (even ids), left
 in the queue, in the DLQ, and lost (in none of them). moto's move removes the message from the
-queue's list without the lock under which the speed-up's `delete_message` rebuilds that list
-(`sqsbatch/dev/moto_speedup.py`), so a delete running meanwhile can drop a message: the server
-logs `ValueError: list.remove(x): x not in list` or `RuntimeError: Set changed size during
-iteration` from `receive_message` when the two meet. docs/robustness.md has what it found.
+queue's list; when it ran without the lock under which the speed-up's `delete_message` rebuilds
+that list, a delete meanwhile could drop a message (the server logged `ValueError:
+list.remove(x): x not in list` or `RuntimeError: Set changed size during iteration` from
+`receive_message`). The speed-up now runs each receive pass under that lock
+(`sqsbatch/dev/moto_speedup.py`); docs/robustness.md has what this found before and after.
 """
 
 from __future__ import annotations
