@@ -5,6 +5,7 @@ steps in tests/core/test_guard.py."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
@@ -323,3 +324,38 @@ def test_a_ttl_given_is_kept_as_given(sqs: Any, name: str) -> None:
     config = ConsumerConfig(max_batch_timeout=0.3, idempotency_ttl=600)
     FRONT_ENDS[0].consume(name, Calls(), config, sqs, idempotency=store, idle_seconds=0.5)
     assert before + 600 <= store.read(["order-12"])["order-12"].expires <= time.time() + 600
+
+
+@pytest.mark.parametrize("kind", POLLERS)
+def test_a_long_handlers_claim_follows_its_visibility(
+    kind: str, store: Store, sqs: Any, name: str
+) -> None:
+    """The heartbeat pushes the claim on with the visibility: it never lapses while the handler
+    runs, though the handler outlasts the visibility timeout twice over."""
+    create_queue(name, client=sqs)
+    Producer(name, client=sqs).send("slow", idempotency_key="order-13")
+    seen: list[tuple[float, float]] = []  # (when read, when the claim lapses)
+
+    def look() -> None:
+        seen.append((time.time(), store.read(["order-13"])["order-13"].expires))
+
+    def handle(batch: MessageBatch) -> None:
+        for _ in range(10):
+            look()
+            time.sleep(0.5)
+
+    async def handle_async(batch: MessageBatch) -> None:
+        for _ in range(10):
+            await asyncio.to_thread(look)
+            await asyncio.sleep(0.5)
+
+    config = ConsumerConfig(max_batch_timeout=0.1, visibility_timeout=2)
+    script = handle if kind == "sync" else handle_async
+    poller = Background(kind, name, script, config, sqs, idempotency=store).start()
+    try:
+        wait_for(lambda: poller.poller.stats.acked == 1, "the message was acked")
+    finally:
+        poller.stop()
+    assert all(read < lapses for read, lapses in seen)  # live at every look
+    assert seen[-1][1] >= seen[0][1] + 2  # pushed on, past the first claim's end
+    assert store.read(["order-13"])["order-13"].state == "completed"
