@@ -81,11 +81,11 @@ def _replace_transactions() -> None:
 
     @functools.wraps(own)
     def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
-        kept = _items_named(self, transact_items)
-        if kept is None:  # not understood: moto's own copies
-            own(self, transact_items)
-            return
-        with _one_request:
+        with _one_request:  # (held already when called through the handler)
+            kept = _items_named(self, transact_items)
+            if kept is None:  # not understood: moto's own copies
+                own(self, transact_items)
+                return
             setattr(models, "copy", _NoTableCopies(Table))  # noqa: B010 - not exported
             try:
                 own(self, transact_items)
