@@ -19,7 +19,7 @@ from sqsbatch import AsyncConsumer, Consumer, ConsumerConfig, MessageBatch, crea
 from sqsbatch._shell.task_protection import AGENT_ENV
 from tests.shell.test_task_protection import DROP, FakeAgent
 from tests.support.front_ends import aio_client, as_async
-from tests.support.pollers import POLLERS, Background
+from tests.support.pollers import POLLERS, SHORT_POLLS, Background
 from tests.support.waiting import wait_for
 
 TAKE = {"ProtectionEnabled": True, "ExpiresInMinutes": 2}  # handler_timeout 60 s + a minute
@@ -123,12 +123,14 @@ def test_a_protected_poller_still_drains_on_sigterm(
     helper = threading.Thread(target=terminate, daemon=True)
     helper.start()
     if kind == "sync":
-        Consumer(name, script, CONFIG, client=sqs).run()
+        Consumer(name, script, CONFIG, client=sqs, limits=SHORT_POLLS).run()
     else:
 
         async def main() -> None:
             async with aio_client(sqs) as aio:
-                poller = AsyncConsumer(name, as_async(script), CONFIG, client=aio)
+                poller = AsyncConsumer(
+                    name, as_async(script), CONFIG, client=aio, limits=SHORT_POLLS
+                )
                 await poller.run()
 
         asyncio.run(main())
