@@ -298,7 +298,7 @@ def test_fifo_a_skipped_duplicate_keeps_its_groups_order(
 
 @pytest.mark.parametrize("front_end", FRONT_ENDS, ids=lambda f: f.name)
 def test_a_completion_is_kept_while_a_copy_can_arrive(
-    front_end: FrontEnd, sqs: Any, name: str
+    front_end: FrontEnd, store: Store, sqs: Any, name: str
 ) -> None:
     """`idempotency_ttl` unset: the queue's retention plus its DLQ's on a poller (read at its
     start); under Lambda, where the queue is not read, the longest default (28 days)."""
@@ -308,7 +308,6 @@ def test_a_completion_is_kept_while_a_copy_can_arrive(
     attributes = {"MessageRetentionPeriod": "3600", "RedrivePolicy": policy}
     sqs.create_queue(QueueName=name, Attributes=attributes)
     Producer(name, client=sqs).send("work", idempotency_key="order-11")
-    store = MemoryStore()
     before = time.time()
     front_end.consume(name, Calls(), CONFIG, sqs, idempotency=store, idle_seconds=0.5)
     expires = store.read(["order-11"])["order-11"].expires
