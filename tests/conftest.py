@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from sqsbatch.dev.server import LOCAL_CREDENTIALS, LocalSqs
+from tests.support.s3 import new_bucket, s3_client
 
 if TYPE_CHECKING:
     from tests.support.spans import Spans
@@ -32,6 +33,18 @@ def local_sqs() -> Iterator[LocalSqs]:
 def sqs(local_sqs: LocalSqs) -> Any:
     """A boto3 SQS client for the session's local endpoint."""
     return local_sqs.client()
+
+
+@pytest.fixture
+def s3(local_sqs: LocalSqs) -> Any:
+    """An S3 client on the same local server (large payloads)."""
+    return s3_client(local_sqs)
+
+
+@pytest.fixture
+def bucket(s3: Any, name: str) -> str:
+    """A fresh bucket named after the test."""
+    return new_bucket(s3, name)
 
 
 @pytest.fixture

@@ -20,21 +20,11 @@ from sqsbatch._core.payloads import is_pointer
 from sqsbatch.dev.server import LocalSqs
 from sqsbatch.limits import SqsLimits
 from tests.support.front_ends import FRONT_ENDS, EventSourceMapping, FrontEnd, load_example
-from tests.support.s3 import extended_sqs, keys_in, new_bucket, s3_client
+from tests.support.s3 import extended_sqs, keys_in
 from tests.support.sqs_helpers import depth, drain
 
 BIG = "é" * 600_000  # 1.2 MB of UTF-8: past SQS's 1 MiB, so no copy could carry it
 SHRUNK = SqsLimits(max_send_delay_seconds=1, visibility_ceiling_seconds=2)
-
-
-@pytest.fixture
-def s3(local_sqs: LocalSqs) -> Any:
-    return s3_client(local_sqs)
-
-
-@pytest.fixture
-def bucket(s3: Any, name: str) -> str:
-    return new_bucket(s3, name)
 
 
 def send_big(local_sqs: LocalSqs, bucket: str, url: str, *bodies: str) -> None:

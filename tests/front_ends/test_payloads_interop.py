@@ -16,21 +16,11 @@ from sqsbatch import AsyncProducer, Producer, QueueNotFound, S3Payloads, create_
 from sqsbatch._core.sending import SendPlan
 from sqsbatch.dev.server import LocalSqs
 from tests.support.front_ends import aio_client
-from tests.support.s3 import extended_sqs, keys_in, new_bucket, s3_client
+from tests.support.s3 import extended_sqs, keys_in
 from tests.support.sqs_helpers import drain
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 BIG = "é" * 200_000  # 400000 bytes of UTF-8: past the 262144 default
-
-
-@pytest.fixture
-def s3(local_sqs: LocalSqs) -> Any:
-    return s3_client(local_sqs)
-
-
-@pytest.fixture
-def bucket(s3: Any, name: str) -> str:
-    return new_bucket(s3, name)
 
 
 def load_example(stem: str) -> Any:

@@ -14,18 +14,7 @@ from botocore.config import Config
 from sqsbatch import ConfigError, PayloadError, PayloadMissing, S3Payloads
 from sqsbatch._core.payloads import pointer_body, size_attribute
 from sqsbatch._shell.s3_payloads import S3Objects, fetch_payloads
-from sqsbatch.dev.server import LocalSqs
-from tests.support.s3 import keys_in, new_bucket, s3_client
-
-
-@pytest.fixture
-def s3(local_sqs: LocalSqs) -> Any:
-    return s3_client(local_sqs)
-
-
-@pytest.fixture
-def bucket(s3: Any, name: str) -> str:
-    return new_bucket(s3, name)
+from tests.support.s3 import keys_in
 
 
 def received(body: str, attributes: dict[str, Any], message_id: str = "m1") -> dict[str, Any]:

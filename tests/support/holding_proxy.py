@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import closing, suppress
 from urllib.parse import urlsplit
 
 __all__ = ["HoldingProxy", "holding_proxy"]
@@ -97,10 +96,6 @@ def _read_message(sock: socket.socket, *, request: bool) -> tuple[bytes, str]:
     return head + b"\r\n\r\n" + body, operation
 
 
-@contextmanager
-def holding_proxy(upstream: str) -> Iterator[HoldingProxy]:
-    proxy = HoldingProxy(upstream)
-    try:
-        yield proxy
-    finally:
-        proxy.close()
+def holding_proxy(upstream: str) -> closing[HoldingProxy]:
+    """The proxy, closed when the block ends."""
+    return closing(HoldingProxy(upstream))

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import closing, suppress
 from urllib.parse import urlsplit
 
 __all__ = ["SilentProxy", "silent_proxy"]
@@ -71,10 +70,6 @@ class SilentProxy:
                 pass
 
 
-@contextmanager
-def silent_proxy(upstream: str) -> Iterator[SilentProxy]:
-    proxy = SilentProxy(upstream)
-    try:
-        yield proxy
-    finally:
-        proxy.close()
+def silent_proxy(upstream: str) -> closing[SilentProxy]:
+    """The proxy, closed when the block ends."""
+    return closing(SilentProxy(upstream))
