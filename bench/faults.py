@@ -392,6 +392,7 @@ def work_directory(keep_under: str | None) -> Iterator[str]:
         with tempfile.TemporaryDirectory() as work:
             yield work
     else:
+        os.makedirs(keep_under, exist_ok=True)
         work = tempfile.mkdtemp(prefix="faults-", dir=keep_under)
         print(f"logs and ledgers in {work}")
         yield work

@@ -9,10 +9,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext, suppress
 from typing import Any, ParamSpec, Protocol, TypeVar
 
+from sqsbatch._core.closing import SETTLES_OUT_PER_SLOT
 from sqsbatch._core.heartbeat import Watch
 from sqsbatch._core.message import MessageBatch, deliveries_of
 from sqsbatch._shell.botocore import (
@@ -200,14 +202,17 @@ class Slots:
 
 
 class Behind:
-    """A slot's settle calls, behind its next receive when `overlap` says so
+    """A slot's settle calls, behind its next receives when `overlap` says so
     (`sqsbatch._core.closing.settles_behind`): `start` sends them as a task of their own and
-    returns, and the slot receives again meanwhile. At most one per slot: `start` first waits
-    for the one before, and the slot `wait`s before it ends, so leaving `Slots` still waits for
-    every batch to settle."""
+    returns, and the slot receives again meanwhile. Up to `depth` batches' settles may be out at
+    once (`SETTLES_OUT_PER_SLOT`: one answered late holds no slot); then `start` waits for the
+    oldest. A settle in the slot (`overlap` false) first waits for every one out, and so does
+    `wait`, which the slot calls before it ends: leaving `Slots` still waits for every batch to
+    settle."""
 
-    def __init__(self) -> None:
-        self._task: asyncio.Task[None] | None = None
+    def __init__(self, depth: int = SETTLES_OUT_PER_SLOT) -> None:
+        self._depth = depth
+        self._out: deque[asyncio.Task[None]] = deque()
 
     async def start(
         self,
@@ -216,18 +221,35 @@ class Behind:
         *args: P.args,
         **kwargs: P.kwargs,
     ) -> None:
-        await self.wait()
-        if overlap:
-            self._task = asyncio.create_task(settle(*args, **kwargs))
-        else:
+        if not overlap:
+            await self.wait()
             await settle(*args, **kwargs)
+            return
+        await self._make_room()
+        self._out.append(asyncio.create_task(settle(*args, **kwargs)))
+
+    async def _make_room(self) -> None:
+        """Forget the settles done; while `depth` are still out, wait for the oldest."""
+        out = self._out
+        while True:
+            for task in [task for task in out if task.done()]:
+                out.remove(task)
+                task.result()  # a bug of ours in it is raised in the slot, as when awaited
+            if len(out) < self._depth:
+                return
+            await out.popleft()
 
     async def wait(self) -> None:
         """The settle calls still out, if any, are done (a cancellation of the slot cancels
         them: the messages reappear after their visibility, as when the slot settles itself)."""
-        task, self._task = self._task, None
-        if task is not None:
-            await task
+        out, self._out = self._out, deque()
+        try:
+            for task in out:
+                await task
+        except asyncio.CancelledError:
+            for task in out:
+                task.cancel()
+            raise
 
 
 _ABANDONED: set[asyncio.Task[object]] = set()

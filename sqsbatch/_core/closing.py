@@ -27,6 +27,7 @@ from sqsbatch.limits import SQS_LIMITS, SqsLimits
 
 __all__ = [
     "OVERLAP_ROUND_TRIP_SECONDS",
+    "SETTLES_OUT_PER_SLOT",
     "SETTLE_WINDOW",
     "SLOW_SETTLE_SECONDS",
     "Closing",
@@ -190,6 +191,12 @@ saves (`bench/poller.py --extra overlapped` measures both; docs/performance.md h
 Twice the delay where it begins to pay, so that a local endpoint on a busy machine stays below it
 and a remote SQS is above it."""
 
+
+SETTLES_OUT_PER_SLOT = 8
+"""How many batches' settle calls a slot may have out behind its receives (`settles_behind`)
+before it waits for the oldest: one late answer (a delete SQS answers seconds late) then holds
+no slot, while what waits on SQS stays bounded (at most this many batches' messages handled and
+not yet deleted per slot, each still hidden by its receive's visibility timeout)."""
 
 SETTLE_WINDOW = 64
 """How many recent settles `SettleTimes` takes its floor over."""

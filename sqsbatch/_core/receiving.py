@@ -18,6 +18,7 @@ from typing import Any
 from sqsbatch._core.attributes import ATTRIBUTE
 from sqsbatch._core.batching import BatchWindow
 from sqsbatch._core.bodies import decode_body
+from sqsbatch._core.closing import SETTLES_OUT_PER_SLOT
 from sqsbatch._core.entries import TwoPhase, is_premature, postpone_entries
 from sqsbatch._core.envelope import FOREIGN, DecodedMessage, Envelope, decode, read_envelope
 from sqsbatch._core.ledger import Ledger
@@ -232,9 +233,9 @@ def split_deliveries(
 
 
 def connections_for(config: ConsumerConfig) -> int:
-    """HTTP connections a poller needs: a long poll per receiver, a heartbeat and settlement per
-    batch (a slot does one at a time; the room to spare is for `receivers` growing)."""
-    return config.max_concurrency * 2 + 2
+    """HTTP connections a poller needs: per slot a long poll, a heartbeat and the settle calls
+    it may have out (`SETTLES_OUT_PER_SLOT`); the room to spare is for `receivers` growing."""
+    return config.max_concurrency * (2 + SETTLES_OUT_PER_SLOT) + 2
 
 
 @dataclass

@@ -11,10 +11,12 @@ import inspect
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, ParamSpec, Protocol, TypeVar
 
+from sqsbatch._core.closing import SETTLES_OUT_PER_SLOT
 from sqsbatch._core.handlers import not_awaited
 from sqsbatch._core.heartbeat import Watch
 from sqsbatch._core.message import MessageBatch, deliveries_of
@@ -214,23 +216,28 @@ class _Unit:
 
 
 class Behind:
-    """A slot's settle calls, behind its next receive when `overlap` says so
+    """A slot's settle calls, behind its next receives when `overlap` says so
     (`sqsbatch._core.closing.settles_behind`): `start` hands them to a kept thread of their own
-    (in a copy of the slot's context) and returns, and the slot receives again meanwhile. At
-    most one per slot: `start` first waits for the one before, and the slot `wait`s before it
-    ends, so leaving `Slots` still waits for every batch to settle."""
+    (in a copy of the slot's context) and returns, and the slot receives again meanwhile. Up to
+    `depth` batches' settles may be out at once (`SETTLES_OUT_PER_SLOT`: one answered late holds
+    no slot); then `start` waits for the oldest. A settle in the slot (`overlap` false) first
+    waits for every one out, and so does `wait`, which the slot calls before it ends: leaving
+    `Slots` still waits for every batch to settle."""
 
-    def __init__(self) -> None:
-        self._done: threading.Event | None = None
+    def __init__(self, depth: int = SETTLES_OUT_PER_SLOT) -> None:
+        self._depth = depth
+        self._out: deque[threading.Event] = deque()
 
     def start(
         self, overlap: bool, settle: Callable[P, None], *args: P.args, **kwargs: P.kwargs
     ) -> None:
-        self.wait()
         if not overlap:
+            self.wait()
             settle(*args, **kwargs)
             return
-        done = self._done = threading.Event()
+        self._make_room()
+        done = threading.Event()
+        self._out.append(done)
         worker = _SETTLE_WORKERS.take()
         context = contextvars.copy_context()
 
@@ -245,10 +252,20 @@ class Behind:
 
         worker.submit(run)
 
+    def _make_room(self) -> None:
+        """Forget the settles done; while `depth` are still out, wait for the oldest."""
+        out = self._out
+        while True:
+            for done in [done for done in out if done.is_set()]:
+                out.remove(done)
+            if len(out) < self._depth:
+                return
+            out.popleft().wait()
+
     def wait(self) -> None:
         """The settle calls still out, if any, are done."""
-        done, self._done = self._done, None
-        if done is not None:
+        out, self._out = self._out, deque()
+        for done in out:
             done.wait()
 
 

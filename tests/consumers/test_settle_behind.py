@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 from sqsbatch import AsyncConsumer, Consumer, ConsumerConfig, MessageBatch, Producer, create_queue
+from sqsbatch._core.closing import SETTLES_OUT_PER_SLOT
 from tests.support.front_ends import aio_client
 from tests.support.sqs_helpers import depth
 
@@ -130,7 +131,8 @@ def fill(sqs: Any, name: str, count: int, *, fifo: bool = False) -> None:
     create_queue(name, client=sqs)
     producer = Producer(name, client=sqs)
     group = {"group_id": "g"} if fifo else {}
-    producer.send_batch([{"body": n, **group} for n in range(count)])
+    for start in range(0, count, 100):
+        producer.send_batch([{"body": n, **group} for n in range(start, min(count, start + 100))])
 
 
 def run_async(
@@ -251,3 +253,126 @@ def test_threads_settle_a_batch_with_a_retry_before_they_receive_again(sqs: Any,
     assert settled_apart(second_batch)
     assert sorted(deliveries) == [*range(11), *range(10, 15)]
     assert depth(sqs, name) == 0
+
+
+# -- several settles out per slot ------------------------------------------------------------
+
+
+class HeldDeletes:
+    """Proxies a boto3 client (threads): deletes number 2 to `SETTLES_OUT_PER_SLOT` (of the
+    first batches, settled behind the slot) are answered only once receive number
+    `SETTLES_OUT_PER_SLOT + 2` has started, at most `HOLD_SECONDS` later; `released` says, per
+    delete held, whether that receive had started by then. A slot that had to wait for one of
+    them before it received again never gets there: its hold runs out."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self._deletes = self._receives = 0
+        self._changed = threading.Condition()
+        self.released: list[bool] = []
+
+    def __getattr__(self, op: str) -> Any:
+        target = getattr(self._client, op)
+        if op not in ("receive_message", "delete_message_batch"):
+            return target
+
+        def call(**params: Any) -> Any:
+            with self._changed:
+                if op == "receive_message":
+                    self._receives += 1
+                    self._changed.notify_all()
+                    return target(**params)
+                self._deletes += 1
+                held = 2 <= self._deletes <= SETTLES_OUT_PER_SLOT
+            time.sleep(0.010)  # a remote endpoint's round trip: threads settle behind
+            answer = target(**params)
+            if held:
+                with self._changed:
+                    self.released.append(
+                        self._changed.wait_for(self._released, HOLD_SECONDS) is True
+                    )
+            return answer
+
+        return call
+
+    def _released(self) -> bool:
+        return self._receives >= SETTLES_OUT_PER_SLOT + 2
+
+
+class AsyncHeldDeletes(HeldDeletes):
+    """The same, around an aiobotocore client, on its event loop."""
+
+    def __init__(self, client: Any) -> None:
+        super().__init__(client)
+        self._news = asyncio.Condition()
+
+    def __getattr__(self, op: str) -> Any:
+        target = getattr(self._client, op)
+        if op not in ("receive_message", "delete_message_batch"):
+            return target
+
+        async def call(**params: Any) -> Any:
+            if op == "receive_message":
+                self._receives += 1
+                async with self._news:
+                    self._news.notify_all()
+                return await target(**params)
+            self._deletes += 1
+            held = 2 <= self._deletes <= SETTLES_OUT_PER_SLOT
+            answer = await target(**params)
+            if held:
+                async with self._news:
+                    released = self._news.wait_for(self._released)
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(released, HOLD_SECONDS)
+                self.released.append(self._released())
+            return answer
+
+        return call
+
+
+MANY = (SETTLES_OUT_PER_SLOT + 3) * 10
+"""Messages enough for the slot to receive past the late answers."""
+
+
+def test_threads_receive_on_while_several_batches_deletes_are_late(sqs: Any, name: str) -> None:
+    # Given one slot, and SQS answering the deletes of batches 2 to `SETTLES_OUT_PER_SLOT` (of
+    # 10 each) only once the slot has started receiving batch `SETTLES_OUT_PER_SLOT + 2`
+    fill(sqs, name, MANY)
+    seen: list[int] = []
+
+    def handler(batch: MessageBatch) -> None:
+        seen.extend(m.body for m in batch.messages)
+
+    # When the sync poller drains the queue
+    client = HeldDeletes(sqs)
+    consumer = Consumer(name, handler, CONFIG, client=client)
+    consumer.run_until_idle(1.0)
+    # Then the slot received on past the late answers (up to `SETTLES_OUT_PER_SLOT` batches'
+    # settles are out at once), and every message was handled once and deleted
+    assert client.released == [True] * (SETTLES_OUT_PER_SLOT - 1)
+    assert sorted(seen) == list(range(MANY))
+    assert consumer.stats.acked == MANY and depth(sqs, name) == 0
+
+
+def test_asyncio_receives_on_while_several_batches_deletes_are_late(sqs: Any, name: str) -> None:
+    # Given the same queue and late answers
+    fill(sqs, name, MANY)
+    seen: list[int] = []
+
+    async def handler(batch: MessageBatch) -> None:
+        seen.extend(m.body for m in batch.messages)
+
+    # When the asyncio poller drains the queue
+    async def main() -> tuple[AsyncHeldDeletes, AsyncConsumer]:
+        async with aio_client(sqs) as aio:
+            client = AsyncHeldDeletes(aio)
+            consumer = AsyncConsumer(name, handler, CONFIG, client=client)
+            await consumer.run_until_idle(1.0)
+            return client, consumer
+
+    client, consumer = asyncio.run(main())
+    # Then, as on threads, the slot received on past the late answers, and nothing was lost
+    assert client.released == [True] * (SETTLES_OUT_PER_SLOT - 1)
+    assert sorted(seen) == list(range(MANY))
+    assert consumer.stats.acked == MANY and depth(sqs, name) == 0

@@ -247,7 +247,7 @@ def test_is_idle(idle_seconds: float | None, idle_for: float, idle: bool) -> Non
     assert is_idle(idle_seconds, idle_for) is idle
 
 
-@pytest.mark.parametrize(("concurrency", "connections"), [(1, 4), (10, 22), (250, 502)])
+@pytest.mark.parametrize(("concurrency", "connections"), [(1, 12), (10, 102), (250, 2502)])
 def test_connections_for_a_poller(concurrency: int, connections: int) -> None:
     assert connections_for(ConsumerConfig(max_concurrency=concurrency)) == connections
 
