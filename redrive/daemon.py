@@ -8,18 +8,24 @@ invisible to the others until it is moved or hidden.
 
 `run()` drains each DLQ in a thread of its own (one DLQ: in the caller's thread), so that a slow
 or failing call on one DLQ, or on the sources its messages go to, holds up that DLQ alone; each
-call is bounded by the client's read timeout (the long poll plus a margin), as before.
+call is bounded by the client's read timeout (the long poll plus a margin), as before. Within a
+DLQ, a pass's sends, hides and deletes go behind its next receive (`SettlingPasses`: up to
+`SETTLES_OUT_PER_SLOT` passes out at once; a FIFO DLQ's pass settles before the next receive),
+so that one late answer holds up no more than its own pass. `run_once()` settles each pass in turn.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random as random_module
 import signal
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +35,7 @@ from redrive.policy import BackoffPolicy, JitterSource
 from redrive.reasons import Reasons
 from redrive.report import RedriveStats, event
 from redrive.watchdog import Watchdog, default_stall_seconds
+from sqsbatch._core.closing import SETTLES_OUT_PER_SLOT
 from sqsbatch._core.intake import ReceiveErrors, receive_messages
 from sqsbatch._core.metrics import REDRIVE_METRICS
 from sqsbatch._core.rate import TokenBucket
@@ -62,7 +69,8 @@ class Redriver:
     `redrive.decide`). `rate` caps messages per second sent back to sources, per process.
     `random` gives the jitter's random source per (message id, redrive count); the default
     seeds it from those two, so every replica computes the same due time. `run()` long-polls
-    each DLQ for `wait_seconds`, each in a thread of its own; a stop waits for the current polls.
+    each DLQ for `wait_seconds`, each in a thread of its own, while its earlier passes settle
+    (`SettlingPasses`); a stop waits for the current polls and those passes.
     `health_file` is touched after every completed receive (docs/operations.md).
     `metrics="emf"`: each DLQ's Moved, Hidden, Parked, Skipped and Failed as CloudWatch EMF
     lines on stdout, every `metrics_interval` seconds (`sqsbatch._shell.emf_writer`).
@@ -201,14 +209,25 @@ class Redriver:
         self.stop()
 
     def _drain(self, dlq: str) -> None:
-        """`run()`'s loop for one DLQ, until stopped; its failures in a row are its own."""
+        """`run()`'s loop for one DLQ, until stopped; its failures in a row are its own. Its
+        passes settle behind its next receives (a FIFO DLQ's in turn); it returns once they are
+        all settled."""
         errors = ReceiveErrors(base_seconds=0.5)
         metrics = self._metrics.get(dlq)
-        while not self._stopping.is_set():
-            self._wait_for_tokens()
-            self._guarded_pass(dlq, max(1, self._wait_seconds), errors)
-            if metrics is not None:
-                metrics.tick()
+        behind = None if queue_name(dlq).endswith(".fifo") else SettlingPasses(queue_name(dlq))
+        try:
+            while not self._stopping.is_set():
+                self._wait_for_tokens()
+                self._guarded(dlq, errors, lambda: self._pass(dlq, self._poll, behind))
+                if metrics is not None:
+                    metrics.tick()
+        except BaseException:  # fatal: what is behind settles, and the first failure is raised
+            if behind is not None:
+                with contextlib.suppress(Exception):
+                    behind.wait()
+            raise
+        if behind is not None:
+            self._guarded(dlq, errors, behind.wait)
 
     def _drain_apart(self) -> None:
         """Each DLQ in a thread of its own; the first fatal error stops them all (`run()`
@@ -236,11 +255,12 @@ class Redriver:
             while thread.is_alive():
                 thread.join(JOIN_SECONDS)
 
-    def _guarded_pass(self, dlq: str, poll: int, errors: ReceiveErrors) -> None:
-        """One pass of `run()`: a failure of any of its calls is decided as a poller decides a
-        failed receive (`ReceiveErrors.after`): fatal raises, transient backs off."""
+    def _guarded(self, dlq: str, errors: ReceiveErrors, work: Callable[[], object]) -> None:
+        """One pass of `run()` (or the wait for those behind): a failure of any of its calls is
+        decided as a poller decides a failed receive (`ReceiveErrors.after`): fatal raises,
+        transient backs off."""
         try:
-            self._pass(dlq, poll)
+            work()
         except SqsBatchError as exc:
             pause = errors.after(exc, self._random)
             if pause is None:
@@ -249,6 +269,10 @@ class Redriver:
             self._stopping.wait(pause)
         else:
             errors.failures = 0
+
+    @property
+    def _poll(self) -> int:
+        return max(1, self._wait_seconds)
 
     def run_once(self, *, wait_seconds: int = 1) -> RedriveStats:
         """Move what is due now, hide what is not, then return this run's counters.
@@ -299,8 +323,13 @@ class Redriver:
         self._sources[url] = (only, self._clock())  # the routing cache, filled for free
         self._verified.add(url)
 
-    def _pass(self, dlq: str, wait_seconds: int) -> tuple[dict[str, int], set[str]]:
-        """Receive one batch from `dlq` and settle it; (counter increments, message ids)."""
+    def _pass(
+        self, dlq: str, wait_seconds: int, behind: SettlingPasses | None = None
+    ) -> tuple[dict[str, int], set[str]]:
+        """Receive one batch from `dlq` and settle it, or with `behind` have it settled there
+        (its counts then come later); (counter increments, message ids)."""
+        if behind is not None:
+            behind.check()  # a pass out that failed is decided before the next receive
         url = self._urls[dlq]
         received_at = self._clock()
         raw = self._sqs.run(  # as received: a DLQ's messages are neither postponed nor screened
@@ -319,11 +348,19 @@ class Redriver:
             return {}, set()
         messages = [read(item) for item in raw]
         steps = self._steps(url, messages, received_at)
-        handled = self._execute(dlq, url, steps)
+        ids = {m.message_id for m in messages}
+        if behind is not None:
+            behind.start(lambda: self._settle(dlq, url, steps))
+            return {}, ids
+        return self._settle(dlq, url, steps), ids
+
+    def _settle(self, dlq: str, dlq_url: str, steps: list[Step]) -> dict[str, int]:
+        """A pass's calls (sends and hides, then deletes), logged and counted."""
+        handled = self._execute(dlq, dlq_url, steps)
         self.stats.add(handled)
         if dlq in self._metrics:
             self._metrics[dlq].add(handled)
-        return handled, {m.message_id for m in messages}
+        return handled
 
     def _steps(self, dlq_url: str, messages: list[DlqMessage], received_at: float) -> list[Step]:
         only = None
@@ -383,6 +420,43 @@ class Redriver:
     def _on_signal(self, sig: signal.Signals) -> None:
         event(logging.INFO, {"action": "stopping", "signal": sig.name})
         self.stop()
+
+
+class SettlingPasses:
+    """One DLQ's passes still settling (sends and hides, then deletes) while it receives again:
+    up to `depth` at once, each in a pooled thread; past that, the next waits for the oldest.
+    What a settle raised (a call SQS refused after botocore's retries) is raised by the next
+    `check`, `start` or `wait`, in the DLQ's own thread, where a failed pass is decided.
+    `wait` waits for all of them (then raises the first failure, if any) and ends the pool."""
+
+    def __init__(self, name: str, depth: int = SETTLES_OUT_PER_SLOT) -> None:
+        self._depth = depth
+        self._pool = ThreadPoolExecutor(max_workers=depth, thread_name_prefix=f"redrive-{name}")
+        self._out: deque[Future[object]] = deque()
+
+    def start(self, settle: Callable[[], object]) -> None:
+        self.check()
+        while len(self._out) >= self._depth:
+            self._out.popleft().result()
+        self._out.append(self._pool.submit(settle))
+
+    def check(self) -> None:
+        """Forget the settles done; raise the first failure among them."""
+        done = [future for future in self._out if future.done()]
+        for future in done:
+            self._out.remove(future)
+        for future in done:
+            future.result()
+
+    def wait(self) -> None:
+        out, self._out = self._out, deque()
+        try:
+            failures = [future.exception() for future in out]
+        finally:
+            self._pool.shutdown(wait=True)
+        for failure in failures:
+            if failure is not None:
+                raise failure
 
 
 def execute(

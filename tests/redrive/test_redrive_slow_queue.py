@@ -1,9 +1,11 @@
-"""One slow DLQ does not hold up the daemon's others: each DLQ is drained in a thread of its own.
+"""One slow call does not hold up the daemon: each DLQ is drained in a thread of its own, and
+within a DLQ a pass's sends and deletes go on behind its next receive.
 
-The endpoint is a loopback proxy in front of moto's server that holds back every
-`ReceiveMessage` of one DLQ until the test releases it (`tests/support/holding_proxy.py`): a
-receive that does not answer, as a slow or hung call would. Nothing is timed: the test waits for
-the other DLQ's messages to arrive while the held receive is still out.
+The endpoint is a loopback proxy in front of moto's server that holds back the requests the
+test names (every `ReceiveMessage` of one DLQ, or the `SendMessageBatch` carrying one message)
+until the test releases them (`tests/support/holding_proxy.py`): a call that does not answer, as
+a slow or hung call would. Nothing is timed: the test waits for the other messages to arrive
+while the held call is still out.
 """
 
 from __future__ import annotations
@@ -75,3 +77,29 @@ def test_a_fatal_error_on_one_dlq_stops_them_all_and_run_raises_it(sqs: Any, nam
     runner.join(timeout=60)
     assert not runner.is_alive()
     assert len(raised) == 1 and isinstance(raised[0], QueueNotFound)
+
+
+def test_a_pass_whose_send_hangs_does_not_hold_up_the_next_passes_of_its_dlq(
+    local_sqs: LocalSqs, sqs: Any, name: str
+) -> None:
+    # Given one DLQ of 31 messages, and SQS slow to answer the send that carries the first
+    source, dlq = make_queues(sqs, name)
+    others = [f"m{n:02}" for n in range(1, 31)]
+    dead_letter(sqs, dlq, source, ["slow-one", *others])
+    with holding_proxy(local_sqs.endpoint_url) as proxy:
+        client = boto3.session.Session().client(
+            "sqs", endpoint_url=proxy.endpoint_url, config=client_config(), **CREDENTIALS
+        )
+        proxy.hold("SendMessageBatch", "slow-one")
+        redriver = Redriver(dlq, policy=NOW, client=client, wait_seconds=1)
+        with running(redriver):
+            # When the daemon runs and that send is out, unanswered
+            wait_for(lambda: proxy.held >= 1, "the send held")
+            # Then the next passes of the same DLQ move the other messages meanwhile (all but
+            # the held pass's: it received up to 10, and counts them once its send is answered)
+            wait_for(lambda: redriver.stats.moved >= 21, "the next passes moved")
+            # And once SQS answers, the held pass's messages follow, each once
+            proxy.release()
+            wait_for(lambda: redriver.stats.moved >= 31, "the held pass settled")
+    assert bodies(sqs, source) == [*others, "slow-one"]
+    assert bodies(sqs, dlq) == []
