@@ -281,9 +281,11 @@ class HeldDeletes:
                 if op == "receive_message":
                     self._receives += 1
                     self._changed.notify_all()
-                    return target(**params)
-                self._deletes += 1
-                held = 2 <= self._deletes <= SETTLES_OUT_PER_SLOT
+                else:
+                    self._deletes += 1
+                held = op != "receive_message" and 2 <= self._deletes <= SETTLES_OUT_PER_SLOT
+            if op == "receive_message":
+                return target(**params)
             time.sleep(0.010)  # a remote endpoint's round trip: threads settle behind
             answer = target(**params)
             if held:
