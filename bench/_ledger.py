@@ -19,9 +19,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +43,7 @@ __all__ = [
     "settle_mixed_async",
     "sqs_client",
     "steady_rate",
+    "work_directory",
     "write_ledger",
 ]
 
@@ -262,3 +265,17 @@ class Tally:
             f"in DLQ {sum(self.dead.values())}: lost {len(lost)}{shown}, "
             f"duplicated {self.duplicated}"
         )
+
+
+@contextmanager
+def work_directory(keep_under: str | os.PathLike[str] | None, prefix: str) -> Iterator[str]:
+    """Where a bench's ledgers and logs go: a temporary directory, or with `keep_under` a new
+    one under it (made if missing) that stays, its path printed."""
+    if keep_under is None:
+        with tempfile.TemporaryDirectory() as work:
+            yield work
+        return
+    os.makedirs(keep_under, exist_ok=True)
+    work = tempfile.mkdtemp(prefix=prefix, dir=keep_under)
+    print(f"logs and ledgers in {work}")
+    yield work

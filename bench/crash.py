@@ -36,7 +36,6 @@ import random
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _ledger import Tally, count_queue, fill, read_ledger, sqs_client
+from _ledger import Tally, count_queue, fill, read_ledger, sqs_client, work_directory
 from _local import command, local_sqs
 from idempotency_cost import client_for, new_table
 
@@ -197,12 +196,14 @@ def main() -> None:
         help="--idempotency's DynamoDB: moto's, in the local SQS's server, or dynalite",
     )
     parser.add_argument(
-        "--keep", type=Path, help="keep each run's ledger and consumer log in this directory"
+        "--keep",
+        type=Path,
+        help="keep each run's ledger and consumer log in a new directory under this one",
     )
     args = parser.parse_args()
     with (
         local_sqs(SERVER_LIFETIME_SECONDS) as server,
-        _workdir(args.keep) as work,
+        work_directory(args.keep, "crash-") as work,
         _dynalite(args.idempotency and args.store == "dynalite") as dynalite_at,
     ):
         table_at = dynalite_at or (server.endpoint if args.idempotency else None)
@@ -214,17 +215,6 @@ def main() -> None:
         ]
     print(f"\nlost in all: {sum(len(t.lost) for t in tallies)}")
     print(f"command: {command()}")
-
-
-@contextmanager
-def _workdir(keep: Path | None) -> Iterator[str]:
-    """Where the ledgers and logs go: `keep` (made if missing, left), else a temporary one."""
-    if keep is None:
-        with tempfile.TemporaryDirectory() as work:
-            yield work
-        return
-    keep.mkdir(parents=True, exist_ok=True)
-    yield str(keep)
 
 
 @contextmanager

@@ -53,11 +53,9 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -75,6 +73,7 @@ from _ledger import (
     read_ledger,
     sqs_client,
     steady_rate,
+    work_directory,
 )
 from _local import command, local_sqs
 from _proxy import FAULTS, FaultControl, fault_proxy
@@ -385,19 +384,6 @@ def one_run(
     return outcome
 
 
-@contextmanager
-def work_directory(keep_under: str | None) -> Iterator[str]:
-    """A temporary directory, or with `--logs` a new one that stays (its path is printed)."""
-    if keep_under is None:
-        with tempfile.TemporaryDirectory() as work:
-            yield work
-    else:
-        os.makedirs(keep_under, exist_ok=True)
-        work = tempfile.mkdtemp(prefix="faults-", dir=keep_under)
-        print(f"logs and ledgers in {work}")
-        yield work
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=300)
@@ -421,7 +407,7 @@ def main() -> None:
     with (
         local_sqs(SERVER_LIFETIME_SECONDS) as server,
         fault_proxy(server.endpoint, args.faults, seed=args.seed) as (proxy, control),
-        work_directory(args.logs) as work,
+        work_directory(args.logs, "faults-") as work,
     ):
         print(server.versions("sqsbatch", "boto3", "aioboto3", "moto"))
         print(f"sqsbatch from {Path(sqsbatch.__file__).parent}; fault proxy at {proxy}")
