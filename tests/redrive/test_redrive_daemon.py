@@ -287,3 +287,19 @@ def test_run_backs_off_from_throttled_receives_and_carries_on(sqs: Any, name: st
         wait_for(lambda: redriver.stats.moved >= 1, "the message moved")
     assert faulty.calls.count("receive_message") >= 3
     assert bodies(sqs, source) == [1]
+
+
+def test_run_leaves_a_duplicate_never_a_loss_when_a_delete_behind_is_refused(
+    sqs: Any, name: str
+) -> None:
+    # Given a running daemon whose DLQ deletes SQS refuses (its passes settle behind its receives)
+    source, dlq = make_queues(sqs, name)
+    dead_letter(sqs, dlq, source, [7, 8])
+    faulty = Faulty(sqs, "delete_message_batch", server_error)
+    redriver = Redriver(dlq, policy=NOW, client=faulty, wait_seconds=1, visibility_timeout=30)
+    with running(redriver):
+        wait_for(lambda: redriver.stats.failed >= 2, "the refused deletes counted")
+    # Then both messages are in their source, and still in the DLQ (hidden): none vanished
+    assert (redriver.stats.moved, redriver.stats.failed) == (2, 2)
+    assert bodies(sqs, source) == [7, 8]
+    assert depth(sqs, dlq) == 2
